@@ -1,0 +1,397 @@
+"""Load and validate the TOML configuration; the only module that reads the environment.
+
+Every other module receives a `Config`. Validation is strict: an unknown key, a value of
+the wrong type or range, or a malformed file stops with one line naming the file, the key
+and what is wrong (a `ConfigError`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Callable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from .errors import ConfigError
+
+CONFIG_ENV = "YOLOCOST_CONFIG"
+DEFAULT_CONFIG_NAME = "yolocost.toml"
+DEFAULT_TAG_PATTERN = r"^[a-z0-9]+-yolo[a-z0-9]+-[a-z0-9]+-cu[0-9]+$"
+
+
+class Secret(str):
+    """A credential: behaves as a string but never shows itself in repr or logs."""
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+
+@dataclass(frozen=True)
+class Price:
+    """Price of one GPU-hour of a GPU model from a local date on (until the next entry)."""
+
+    gpu_model: str
+    effective_from: dt.date
+    price_per_gpu_hour: Decimal
+
+
+@dataclass(frozen=True)
+class EnergyPrice:
+    """Price of one kWh from a local date on."""
+
+    effective_from: dt.date
+    price_per_kwh: Decimal
+
+
+@dataclass(frozen=True)
+class PrometheusConfig:
+    url: str = "http://localhost:9090"
+    bearer_token: Secret | None = field(default=None, repr=False)
+    username: str | None = None
+    password: Secret | None = field(default=None, repr=False)
+    ca_file: Path | None = None
+    insecure_skip_verify: bool = False
+    timeout_seconds: float = 60.0
+    retries: int = 3
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Which job/pod label carries each accounting dimension."""
+
+    project: str = "project"
+    user: str = "user"
+    model_type: str = "model_type"
+    image_tag: str = "image_tag"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    busy_util_percent: float = 70.0
+    idle_util_percent: float = 5.0
+    breaker_util_percent: float = 40.0
+    breaker_loss_delta: float = 0.001
+    breaker_min_hours: float = 2.0
+
+
+@dataclass(frozen=True)
+class Config:
+    source: Path | None = None
+    cluster: str = "default"
+    timezone: str = "UTC"
+    currency: str = "USD"
+    database: Path = Path("yolocost.duckdb")
+    grain_seconds: int = 300
+    retention_days: int = 90
+    report_dir: Path = Path("reports")
+    templates_dir: Path | None = None
+    tag_pattern: str = DEFAULT_TAG_PATTERN
+    default_price_per_gpu_hour: Decimal | None = None
+    prices: tuple[Price, ...] = ()
+    energy_prices: tuple[EnergyPrice, ...] = ()
+    labels: Labels = Labels()
+    thresholds: Thresholds = Thresholds()
+    prometheus: PrometheusConfig = PrometheusConfig()
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def with_database(self, database: Path) -> "Config":
+        return dataclasses.replace(self, database=Path(database))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def find_config_path(explicit: str | Path | None) -> Path | None:
+    """The config file to use: --config, else $YOLOCOST_CONFIG, else ./yolocost.toml if present."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get(CONFIG_ENV)
+    if from_env:
+        return Path(from_env)
+    local = Path.cwd() / DEFAULT_CONFIG_NAME
+    return local if local.is_file() else None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load the config file chosen by `find_config_path`, or the defaults if there is none."""
+    chosen = find_config_path(path)
+    if chosen is None:
+        return Config()
+    if not chosen.is_file():
+        raise ConfigError(f"{chosen}: config file not found")
+    try:
+        data = tomllib.loads(chosen.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{chosen}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{chosen}: cannot read: {exc}") from None
+    return parse_config(data, source=chosen)
+
+
+def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
+    """Validate a parsed TOML document into a Config; errors name the file and key."""
+    return _Parser(source).parse(data)
+
+
+class _Parser:
+    def __init__(self, source: Path | None):
+        self.source = source
+        self.base = source.parent if source else Path.cwd()
+
+    # ---- helpers
+    def fail(self, key: str, what: str) -> ConfigError:
+        where = str(self.source) if self.source else "config"
+        return ConfigError(f"{where}: {key}: {what}")
+
+    def table(self, data: dict, name: str, allowed: set[str]) -> dict:
+        value = data.get(name, {})
+        if not isinstance(value, dict):
+            raise self.fail(name, "must be a table ([" + name + "])")
+        self.no_unknown(value, allowed, name)
+        return value
+
+    def no_unknown(self, value: dict, allowed: set[str], prefix: str) -> None:
+        for key in value:
+            if key not in allowed:
+                full = f"{prefix}.{key}" if prefix else key
+                raise self.fail(full, f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def get(self, tbl: dict, prefix: str, key: str, kind: Callable[[str, Any], Any], default: Any) -> Any:
+        if key not in tbl:
+            return default
+        return kind(f"{prefix}.{key}" if prefix else key, tbl[key])
+
+    def string(self, key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, "must be a non-empty string")
+        return value
+
+    def boolean(self, key: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(key, "must be true or false")
+        return value
+
+    def number(self, key: str, value: Any, low: float | None = None, high: float | None = None) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise self.fail(key, f"must be a number, got {value!r}")
+        if low is not None and value < low or high is not None and value > high:
+            raise self.fail(key, f"must be between {low} and {high}, got {value}")
+        return float(value)
+
+    def positive_int(self, key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise self.fail(key, f"must be a positive integer, got {value!r}")
+        return value
+
+    def money(self, key: str, value: Any) -> Decimal:
+        """A non-negative decimal; floats are read through their shortest repr (2.93 -> 2.93)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise self.fail(key, f"must be a number or a decimal string, got {value!r}")
+        try:
+            amount = Decimal(repr(value) if isinstance(value, float) else str(value).strip())
+        except InvalidOperation:
+            raise self.fail(key, f"not a decimal number: {value!r}") from None
+        if not amount.is_finite():
+            raise self.fail(key, f"must be finite, got {value!r}")
+        if amount < 0:
+            raise self.fail(key, f"must not be negative, got {value}")
+        if amount.as_tuple().exponent < -6:
+            raise self.fail(key, f"at most 6 decimal places, got {value}")
+        return amount
+
+    def date(self, key: str, value: Any) -> dt.date:
+        if isinstance(value, dt.datetime):
+            raise self.fail(key, "must be a date (YYYY-MM-DD), not a date-time")
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value)
+            except ValueError:
+                pass
+        raise self.fail(key, f"must be a date YYYY-MM-DD, got {value!r}")
+
+    def path(self, key: str, value: Any) -> Path:
+        path = Path(self.string(key, value)).expanduser()
+        return path if path.is_absolute() else self.base / path
+
+    def secret(self, tbl: dict, prefix: str, name: str) -> Secret | None:
+        """A credential given as `<name>_env` (variable name) or `<name>_file` (path)."""
+        env_key, file_key = f"{name}_env", f"{name}_file"
+        if env_key in tbl and file_key in tbl:
+            raise self.fail(f"{prefix}.{env_key}", f"give either {env_key} or {file_key}, not both")
+        if env_key in tbl:
+            var = self.string(f"{prefix}.{env_key}", tbl[env_key])
+            value = os.environ.get(var)
+            if not value:
+                raise self.fail(f"{prefix}.{env_key}", f"environment variable {var} is not set")
+            return Secret(value.strip())
+        if file_key in tbl:
+            secret_path = self.path(f"{prefix}.{file_key}", tbl[file_key])
+            try:
+                value = secret_path.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise self.fail(f"{prefix}.{file_key}", f"cannot read {secret_path}: {exc.strerror}") from None
+            if not value:
+                raise self.fail(f"{prefix}.{file_key}", f"{secret_path} is empty")
+            return Secret(value)
+        return None
+
+    # ---- sections
+    def parse(self, data: dict[str, Any]) -> Config:
+        self.no_unknown(
+            data,
+            {"cluster", "database", "prometheus", "ingest", "labels", "thresholds",
+             "tag_policy", "reports", "pricing", "prices", "energy_prices"},
+            "",
+        )
+        cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
+        database = self.table(data, "database", {"path"})
+        ingest = self.table(data, "ingest", {"grain_seconds", "retention_days"})
+        reports = self.table(data, "reports", {"output_dir", "templates_dir"})
+        policy = self.table(data, "tag_policy", {"pattern"})
+        pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
+
+        timezone = self.get(cluster, "cluster", "timezone", self.string, "UTC")
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise self.fail("cluster.timezone", f"unknown time zone {timezone!r}") from None
+        currency = self.get(cluster, "cluster", "currency", self.string, "USD")
+        if not re.fullmatch(r"[A-Z]{3}", currency):
+            raise self.fail("cluster.currency", f"must be an ISO 4217 code such as USD, got {currency!r}")
+
+        grain = self.get(ingest, "ingest", "grain_seconds", self.positive_int, 300)
+        if grain % 60 or 3600 % grain:
+            raise self.fail("ingest.grain_seconds", f"must be whole minutes dividing an hour (60..3600), got {grain}")
+
+        pattern = self.get(policy, "tag_policy", "pattern", self.string, DEFAULT_TAG_PATTERN)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise self.fail("tag_policy.pattern", f"not a valid regular expression: {exc}") from None
+
+        default_price = None
+        if "default_price_per_gpu_hour" in pricing:
+            default_price = self.money("pricing.default_price_per_gpu_hour", pricing["default_price_per_gpu_hour"])
+
+        return Config(
+            source=self.source,
+            cluster=self.get(cluster, "cluster", "name", self.string, "default"),
+            timezone=timezone,
+            currency=currency,
+            database=self.get(database, "database", "path", self.path, self.base / "yolocost.duckdb"),
+            grain_seconds=grain,
+            retention_days=self.get(ingest, "ingest", "retention_days", self.positive_int, 90),
+            report_dir=self.get(reports, "reports", "output_dir", self.path, self.base / "reports"),
+            templates_dir=self.get(reports, "reports", "templates_dir", self.path, None),
+            tag_pattern=pattern,
+            default_price_per_gpu_hour=default_price,
+            prices=self.prices(data.get("prices", [])),
+            energy_prices=self.energy_prices(data.get("energy_prices", [])),
+            labels=self.labels(data),
+            thresholds=self.thresholds(data),
+            prometheus=self.prometheus(data),
+        )
+
+    def entries(self, value: Any, name: str) -> list[dict]:
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.fail(name, f"must be an array of tables ([[{name}]])")
+        return value
+
+    def prices(self, value: Any) -> tuple[Price, ...]:
+        out, seen = [], set()
+        for i, entry in enumerate(self.entries(value, "prices")):
+            key = f"prices[{i}]"
+            self.no_unknown(entry, {"gpu_model", "effective_from", "price_per_gpu_hour"}, key)
+            for required in ("gpu_model", "price_per_gpu_hour"):
+                if required not in entry:
+                    raise self.fail(f"{key}.{required}", "missing")
+            price = Price(
+                gpu_model=self.string(f"{key}.gpu_model", entry["gpu_model"]),
+                effective_from=self.get(entry, key, "effective_from", self.date, dt.date(1970, 1, 1)),
+                price_per_gpu_hour=self.money(f"{key}.price_per_gpu_hour", entry["price_per_gpu_hour"]),
+            )
+            if (price.gpu_model, price.effective_from) in seen:
+                raise self.fail(key, f"second price for {price.gpu_model!r} from {price.effective_from}")
+            seen.add((price.gpu_model, price.effective_from))
+            out.append(price)
+        return tuple(sorted(out, key=lambda p: (p.gpu_model, p.effective_from)))
+
+    def energy_prices(self, value: Any) -> tuple[EnergyPrice, ...]:
+        out, seen = [], set()
+        for i, entry in enumerate(self.entries(value, "energy_prices")):
+            key = f"energy_prices[{i}]"
+            self.no_unknown(entry, {"effective_from", "price_per_kwh"}, key)
+            if "price_per_kwh" not in entry:
+                raise self.fail(f"{key}.price_per_kwh", "missing")
+            price = EnergyPrice(
+                effective_from=self.get(entry, key, "effective_from", self.date, dt.date(1970, 1, 1)),
+                price_per_kwh=self.money(f"{key}.price_per_kwh", entry["price_per_kwh"]),
+            )
+            if price.effective_from in seen:
+                raise self.fail(key, f"second energy price from {price.effective_from}")
+            seen.add(price.effective_from)
+            out.append(price)
+        return tuple(sorted(out, key=lambda p: p.effective_from))
+
+    def labels(self, data: dict) -> Labels:
+        names = {f.name for f in dataclasses.fields(Labels)}
+        tbl = self.table(data, "labels", names)
+        return Labels(**{k: self.string(f"labels.{k}", v) for k, v in tbl.items()})
+
+    def thresholds(self, data: dict) -> Thresholds:
+        tbl = self.table(data, "thresholds", {f.name for f in dataclasses.fields(Thresholds)})
+        values: dict[str, float] = {}
+        for key, value in tbl.items():
+            if key.endswith("_percent"):
+                values[key] = self.number(f"thresholds.{key}", value, 0, 100)
+            elif key == "breaker_loss_delta":
+                values[key] = self.number(f"thresholds.{key}", value, 0, None)
+            else:
+                values[key] = self.number(f"thresholds.{key}", value, 0.1, 24 * 31)
+        result = Thresholds(**values)
+        if result.idle_util_percent >= result.busy_util_percent:
+            raise self.fail("thresholds.idle_util_percent", "must be below busy_util_percent")
+        return result
+
+    def prometheus(self, data: dict) -> PrometheusConfig:
+        prefix = "prometheus"
+        tbl = self.table(
+            data,
+            prefix,
+            {"url", "bearer_token_env", "bearer_token_file", "username", "password_env",
+             "password_file", "ca_file", "insecure_skip_verify", "timeout_seconds", "retries"},
+        )
+        url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise self.fail("prometheus.url", f"must start with http:// or https://, got {url!r}")
+        username = self.get(tbl, prefix, "username", self.string, None)
+        password = self.secret(tbl, prefix, "password")
+        if (username is None) != (password is None):
+            raise self.fail("prometheus.username", "basic auth needs both username and password_env/password_file")
+        retries = self.get(tbl, prefix, "retries", lambda k, v: int(self.number(k, v, 0, 20)), 3)
+        return PrometheusConfig(
+            url=url.rstrip("/"),
+            bearer_token=self.secret(tbl, prefix, "bearer_token"),
+            username=username,
+            password=password,
+            ca_file=self.get(tbl, prefix, "ca_file", self.path, None),
+            insecure_skip_verify=self.get(tbl, prefix, "insecure_skip_verify", self.boolean, False),
+            timeout_seconds=self.get(tbl, prefix, "timeout_seconds", lambda k, v: self.number(k, v, 1, 3600), 60.0),
+            retries=retries,
+        )

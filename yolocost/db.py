@@ -1,0 +1,73 @@
+"""Open the DuckDB file, create the raw tables and write the settings the SQL models read."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from .config import Config
+from .errors import YolocostError
+from .resources import SQL_DIR
+
+
+def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the database; a missing file in read-only mode or a held lock is a clean error."""
+    path = Path(path)
+    if read_only and not path.is_file():
+        raise YolocostError(f"{path}: database not found (run `yolocost demo`, `load` or `ingest` first)")
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        first = str(exc).splitlines()[0]
+        if "lock" in first.lower():
+            raise YolocostError(f"{path}: database is in use by another yolocost process ({first})") from None
+        raise YolocostError(f"{path}: cannot open database: {first}") from None
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All or nothing: on any error the database keeps its previous state."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the raw tables if they do not exist yet (schema.sql documents each one)."""
+    con.execute((SQL_DIR / "schema.sql").read_text(encoding="utf-8"))
+
+
+def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """Replace the settings, prices and energy prices with those of the config."""
+    t = config.thresholds
+    con.execute("DELETE FROM settings")
+    con.execute(
+        "INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [config.cluster, config.timezone, config.currency, config.grain_seconds,
+         t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
+         t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern],
+    )
+    con.execute("DELETE FROM prices")
+    rows = [(p.gpu_model, p.effective_from, p.price_per_gpu_hour) for p in config.prices]
+    if config.default_price_per_gpu_hour is not None:
+        rows.append(("*", dt.date(1970, 1, 1), config.default_price_per_gpu_hour))
+    if rows:
+        con.executemany("INSERT INTO prices VALUES (?, ?, ?)", rows)
+    con.execute("DELETE FROM energy_prices")
+    if config.energy_prices:
+        con.executemany(
+            "INSERT INTO energy_prices VALUES (?, ?)",
+            [(e.effective_from, e.price_per_kwh) for e in config.energy_prices],
+        )

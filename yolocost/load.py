@@ -1,0 +1,208 @@
+"""Load raw tables from Parquet files (the sample month, a generated month, an export).
+
+A load is one transaction: it checks the incoming rows, replaces the window they cover
+(usage rows in that time window, job/progress/result rows of those job ids), rebuilds the
+models and refuses data that would make a figure wrong (NaN, duplicates, a GPU model with
+no price). On any error the database keeps its previous state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from . import db, models
+from .config import Config
+from .errors import DataError, YolocostError
+
+Progress = Callable[[str], None]
+
+# raw table -> (Parquet file name, whether a load needs it)
+RAW_FILES = {
+    "gpu_usage": ("gpu_usage.parquet", True),
+    "jobs": ("jobs.parquet", False),
+    "training_progress": ("training_progress.parquet", False),
+    "job_results": ("job_results.parquet", False),
+}
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    usage_rows: int
+    jobs: int
+    window_start: dt.datetime | None
+    window_end: dt.datetime | None
+
+
+def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambda _: None) -> LoadResult:
+    """Load the raw Parquet files found in `directory` into the configured database."""
+    directory = Path(directory)
+    if not (directory / RAW_FILES["gpu_usage"][0]).is_file():
+        raise DataError(f"{directory}: no {RAW_FILES['gpu_usage'][0]} found (not a raw data folder)")
+    con = db.connect(config.database)
+    try:
+        db.create_schema(con)
+        with db.transaction(con):
+            result = _load(con, config, directory, progress)
+            progress("building models")
+            rebuild(con, config)
+        return result
+    finally:
+        con.close()
+
+
+def rebuild(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """Write the config's settings and prices, rebuild every model, then check prices."""
+    db.write_settings(con, config)
+    models.build(con)
+    check_priced(con, config)
+
+
+def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """Read a Parquet file into a temp table shaped like the raw table; bad casts are errors."""
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall())
+    try:
+        present = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()}
+    except duckdb.Error as exc:
+        raise DataError(f"{path}: not a readable Parquet file: {str(exc).splitlines()[0]}") from None
+    missing = [c for c in _REQUIRED[table] if c not in present]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
+    select = ", ".join(
+        f"TRY_CAST({_q(c)} AS {t}) AS {_q(c)}" if c in present else f"CAST(NULL AS {t}) AS {_q(c)}"
+        for c, t in types.items()
+    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM read_parquet(?)", [str(path)])
+    for c in _REQUIRED[table]:
+        if c in _NULLABLE.get(table, ()):
+            continue
+        bad = con.execute(f"SELECT count(*) FROM incoming_{table} WHERE {_q(c)} IS NULL").fetchone()[0]
+        if bad:
+            raise DataError(f"{path}: column {c} is empty or not a valid {types[c]} in {bad} row(s)")
+
+
+_REQUIRED = {
+    "gpu_usage": ("interval_start", "cluster", "hostname", "gpu_uuid", "gpu_model", "job_id",
+                  "seconds_present", "util_mean", "seconds_busy", "seconds_idle"),
+    "jobs": ("job_id",),
+    "training_progress": ("job_id", "ts", "epoch", "metric", "value"),
+    "job_results": ("job_id",),
+}
+_NULLABLE = {"gpu_usage": ("job_id",), "training_progress": ("value",)}
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progress: Progress) -> LoadResult:
+    staged = []
+    for table, (name, required) in RAW_FILES.items():
+        path = directory / name
+        if path.is_file():
+            progress(f"reading {name}")
+            _stage(con, table, path)
+            staged.append(table)
+    _check_usage(con, config, directory / RAW_FILES["gpu_usage"][0])
+    _check_unique(con, directory)
+
+    start, end, rows = con.execute(
+        f"SELECT min(interval_start), max(interval_start) + to_seconds({config.grain_seconds}), count(*) "
+        "FROM incoming_gpu_usage"
+    ).fetchone()
+    progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
+    con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?", [start, end])
+    con.execute("INSERT INTO gpu_usage SELECT * FROM incoming_gpu_usage")
+    for table in ("jobs", "training_progress", "job_results"):
+        if table in staged:
+            con.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM incoming_{table})")
+            con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
+    jobs = con.execute("SELECT count(*) FROM incoming_jobs").fetchone()[0] if "jobs" in staged else 0
+    con.execute(
+        "INSERT INTO loads VALUES (now(), ?, ?, ?, ?)", [f"parquet:{directory.name}", start, end, rows]
+    )
+    for table in staged:
+        con.execute(f"DROP TABLE incoming_{table}")
+    return LoadResult(rows, jobs, start, end)
+
+
+def _first(con: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
+    return con.execute(sql).fetchone()
+
+
+def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: Path) -> None:
+    """Refuse usage rows that would silently give a wrong number."""
+    grain = config.grain_seconds
+    checks = [
+        ("util_mean is NaN or outside 0-100",
+         "isnan(util_mean) OR util_mean < 0 OR util_mean > 100"),
+        (f"seconds_present outside 0-{grain} (the grain)",
+         f"seconds_present < 0 OR seconds_present > {grain}"),
+        ("seconds_busy or seconds_idle negative or above seconds_present",
+         "seconds_busy < 0 OR seconds_idle < 0 OR seconds_busy > seconds_present OR seconds_idle > seconds_present "
+         "OR seconds_busy + seconds_idle > seconds_present"),
+        ("mem_peak_mib, power_mean_w or energy_mj is NaN or negative",
+         "isnan(mem_peak_mib) OR isnan(power_mean_w) OR mem_peak_mib < 0 OR power_mean_w < 0 OR energy_mj < 0"),
+        (f"interval_start not on the {grain} s grain",
+         f"epoch_us(interval_start) % {grain * 1_000_000} <> 0"),
+    ]
+    for what, condition in checks:
+        row = _first(
+            con,
+            f"SELECT count(*) OVER (), gpu_uuid, interval_start FROM incoming_gpu_usage WHERE {condition} "
+            "ORDER BY interval_start, gpu_uuid LIMIT 1",
+        )
+        if row:
+            raise DataError(f"{path}: {what} in {row[0]} row(s), first GPU {row[1]} at {row[2]:%Y-%m-%dT%H:%MZ}")
+    row = _first(
+        con,
+        "SELECT gpu_uuid, interval_start, coalesce(job_id, '(unallocated)'), count(*) FROM incoming_gpu_usage "
+        "GROUP BY ALL HAVING count(*) > 1 ORDER BY interval_start, gpu_uuid LIMIT 1",
+    )
+    if row:
+        raise DataError(
+            f"{path}: duplicate rows for GPU {row[0]}, owner {row[2]} at {row[1]:%Y-%m-%dT%H:%MZ} "
+            f"({row[3]} copies); each GPU x owner x interval must appear once"
+        )
+    row = _first(
+        con,
+        "SELECT gpu_uuid, interval_start, sum(seconds_present) FROM incoming_gpu_usage "
+        f"GROUP BY ALL HAVING sum(seconds_present) > {grain} ORDER BY interval_start, gpu_uuid LIMIT 1",
+    )
+    if row:
+        raise DataError(
+            f"{path}: GPU {row[0]} at {row[1]:%Y-%m-%dT%H:%MZ} has {row[2]} s of owners in a {grain} s interval"
+        )
+
+
+def _check_unique(con: duckdb.DuckDBPyConnection, directory: Path) -> None:
+    for table, key in (("jobs", "job_id"), ("job_results", "job_id"), ("training_progress", "job_id, epoch, metric")):
+        exists = _first(con, f"SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_{table}' AND temporary")
+        if not exists:
+            continue
+        row = _first(con, f"SELECT {key}, count(*) FROM incoming_{table} GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
+        if row:
+            raise DataError(f"{directory / RAW_FILES[table][0]}: duplicate rows for {key} = {row[:-1]}")
+    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_training_progress' AND temporary"):
+        row = _first(con, "SELECT job_id, epoch FROM incoming_training_progress WHERE isnan(value) LIMIT 1")
+        if row:
+            raise DataError(f"{directory / RAW_FILES['training_progress'][0]}: NaN value for job {row[0]} epoch {row[1]}")
+
+
+def check_priced(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """Every GPU-second must have a price: an unpriced model is an error, never a silent 0."""
+    row = _first(
+        con,
+        "SELECT price_key, min(interval_start) FROM int_usage_priced WHERE price_id IS NULL "
+        "GROUP BY price_key ORDER BY 2 LIMIT 1",
+    )
+    if row:
+        where = config.source or "the config"
+        raise YolocostError(
+            f"{where}: prices: no price for GPU model {row[0]!r} in effect at {row[1]:%Y-%m-%dT%H:%MZ}; "
+            "add a [[prices]] entry for it or set [pricing] default_price_per_gpu_hour"
+        )

@@ -1,0 +1,33 @@
+-- mart_cluster_month: one row per month: capacity (every second every GPU was present),
+-- attributed (held by a job), unlabeled (held by a job with no project), unallocated (held by
+-- nobody), in GPU-hours and money, plus energy, density and idle waste of attributed time.
+-- capacity_cost = attributed_cost + unallocated_cost exactly; gpu_cost excludes energy.
+SELECT
+    u.month,
+    any_value(s.cluster) AS cluster,
+    any_value(s.currency) AS currency,
+    count(DISTINCT u.gpu_uuid) AS gpus,
+    count(DISTINCT u.job_id) AS jobs,
+    count(DISTINCT u.project) AS projects,
+    count(DISTINCT u.user_name) AS users,
+    sum(u.gpu_seconds) AS capacity_gpu_seconds,
+    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS capacity_gpu_hours,
+    CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600 AS attributed_gpu_hours,
+    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unlabeled') AS DOUBLE) / 3600, 0) AS unlabeled_gpu_hours,
+    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unallocated') AS DOUBLE) / 3600, 0) AS unallocated_gpu_hours,
+    CAST(sum(u.seconds_busy) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE)
+        / nullif(CAST(sum(u.seconds_present) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE), 0) AS density,
+    coalesce(CAST(sum(u.idle_gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600, 0) AS idle_gpu_hours,
+    coalesce(sum(u.idle_cost) FILTER (WHERE u.bucket <> 'unallocated'), 0) AS idle_cost,
+    sum(u.gpu_cost) AS capacity_cost,
+    coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket <> 'unallocated'), 0) AS attributed_cost,
+    coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'project'), 0) AS project_cost,
+    coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unlabeled'), 0) AS unlabeled_cost,
+    coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
+    sum(u.energy_mj) AS energy_mj,
+    CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
+    sum(u.energy_cost) AS energy_cost,
+    sum(u.gpu_cost) + sum(u.energy_cost) AS total_cost
+FROM int_usage_priced AS u
+CROSS JOIN settings AS s
+GROUP BY u.month

@@ -1,0 +1,16 @@
+-- mart_host_day: one row per local day x host x GPU model: capacity, attributed and
+-- unallocated GPU-hours and cost, so ops can see which machines sat idle and when.
+SELECT
+    u.day,
+    u.month,
+    u.hostname,
+    u.gpu_model,
+    count(DISTINCT u.gpu_uuid) AS gpus,
+    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS capacity_gpu_hours,
+    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600, 0) AS attributed_gpu_hours,
+    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unallocated') AS DOUBLE) / 3600, 0) AS unallocated_gpu_hours,
+    sum(u.gpu_cost) AS capacity_cost,
+    coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
+    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density
+FROM int_usage_priced AS u
+GROUP BY u.day, u.month, u.hostname, u.gpu_model

@@ -1,0 +1,34 @@
+-- mart_job_month: one row per job x month (configured time zone) in which it held a GPU. A job
+-- that crosses a month boundary has a row in each month; the rows add up to mart_job.
+-- density = busy seconds / present seconds; idle = seconds under the idle threshold.
+SELECT
+    u.month,
+    u.job_id,
+    any_value(u.project_name) AS project,
+    any_value(u.bucket) AS bucket,
+    any_value(u.user_name) AS user_name,
+    any_value(u.model_type) AS model_type,
+    any_value(u.image_tag_label) AS image_tag,
+    any_value(u.tag_status) AS tag_status,
+    string_agg(DISTINCT u.gpu_model, ', ' ORDER BY u.gpu_model) AS gpu_models,
+    count(DISTINCT u.gpu_uuid) AS gpus,
+    min(u.interval_start) AS first_interval,
+    max(u.interval_start) AS last_interval,
+    sum(u.seconds_present) AS seconds_present,
+    sum(u.seconds_busy) AS seconds_busy,
+    sum(u.seconds_idle) AS seconds_idle,
+    sum(u.gpu_seconds) AS gpu_seconds,
+    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
+    CAST(sum(u.idle_gpu_seconds) AS DOUBLE) / 3600 AS idle_gpu_hours,
+    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
+    sum(u.gpu_cost) AS gpu_cost,
+    sum(u.energy_cost) AS energy_cost,
+    sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
+    sum(u.idle_cost) AS idle_cost,
+    sum(u.energy_mj) AS energy_mj,
+    CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
+    sum(u.power_energy_j) / 3.6e6 AS power_energy_kwh,
+    max(u.mem_peak_mib) AS mem_peak_mib
+FROM int_usage_priced AS u
+WHERE u.job_id IS NOT NULL
+GROUP BY u.month, u.job_id

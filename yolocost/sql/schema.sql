@@ -1,0 +1,100 @@
+-- Raw tables: what ingest, `yolocost load` and the synthetic generator write.
+-- Every figure in the marts is recomputed from these without going back to Prometheus.
+-- Timestamps are UTC instants; months and days are cut in the configured time zone by the views.
+
+-- gpu_usage: one row per GPU (or MIG instance) x owner x grain interval.
+-- job_id NULL means the GPU was present but held by nobody (unallocated capacity).
+-- seconds_* are the owner's seconds in the interval (a shared GPU's seconds split between
+-- its owners so that the rows of one GPU and interval add up to its present seconds).
+CREATE TABLE IF NOT EXISTS gpu_usage (
+    interval_start  TIMESTAMPTZ NOT NULL,
+    cluster         VARCHAR NOT NULL,
+    hostname        VARCHAR NOT NULL,
+    gpu_uuid        VARCHAR NOT NULL,
+    gpu_index       INTEGER,
+    gpu_model       VARCHAR NOT NULL,
+    mig_profile     VARCHAR,
+    job_id          VARCHAR,
+    seconds_present DECIMAL(12, 6) NOT NULL,
+    util_mean       DOUBLE NOT NULL,
+    seconds_busy    DECIMAL(12, 6) NOT NULL,
+    seconds_idle    DECIMAL(12, 6) NOT NULL,
+    mem_peak_mib    DOUBLE,
+    power_mean_w    DOUBLE,
+    energy_mj       BIGINT
+);
+
+-- jobs: one row per job (a training run, a pod or a Slurm job) with its accounting labels.
+-- project NULL = unlabeled (reported as its own bucket, never dropped).
+-- image_tag NULL with image_digest set = digest-only image; '' = empty tag.
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id       VARCHAR PRIMARY KEY,
+    cluster      VARCHAR,
+    project      VARCHAR,
+    user_name    VARCHAR,
+    model_type   VARCHAR,
+    image_tag    VARCHAR,
+    image_digest VARCHAR,
+    gpu_request  INTEGER,
+    gpu_model    VARCHAR,
+    start_time   TIMESTAMPTZ,
+    end_time     TIMESTAMPTZ,
+    epochs       INTEGER,
+    imgsz        INTEGER,
+    batch        INTEGER
+);
+
+-- training_progress: one row per job x epoch x metric (Ultralytics results.csv column names:
+-- train/box_loss, train/cls_loss, train/dfl_loss, metrics/mAP50(B), metrics/mAP50-95(B), ...).
+CREATE TABLE IF NOT EXISTS training_progress (
+    job_id VARCHAR NOT NULL,
+    ts     TIMESTAMPTZ NOT NULL,
+    epoch  INTEGER NOT NULL,
+    metric VARCHAR NOT NULL,
+    value  DOUBLE
+);
+
+-- job_results: one row per finished job: final validation of the best weights.
+CREATE TABLE IF NOT EXISTS job_results (
+    job_id     VARCHAR PRIMARY KEY,
+    map50      DOUBLE,
+    map50_95   DOUBLE,
+    best_epoch INTEGER
+);
+
+-- prices: price of one GPU-hour per GPU model (or 'GPU model + MIG profile') from a local
+-- date on, until the next entry of the same model. gpu_model '*' is the explicit default.
+CREATE TABLE IF NOT EXISTS prices (
+    gpu_model          VARCHAR NOT NULL,
+    effective_from     DATE NOT NULL,
+    price_per_gpu_hour DECIMAL(18, 6) NOT NULL
+);
+
+-- energy_prices: price of one kWh from a local date on.
+CREATE TABLE IF NOT EXISTS energy_prices (
+    effective_from DATE NOT NULL,
+    price_per_kwh  DECIMAL(18, 6) NOT NULL
+);
+
+-- settings: one row, the configuration the views need (written from the config file on every build).
+CREATE TABLE IF NOT EXISTS settings (
+    cluster                VARCHAR,
+    timezone               VARCHAR,
+    currency               VARCHAR,
+    grain_seconds          INTEGER,
+    busy_util_percent      DOUBLE,
+    idle_util_percent      DOUBLE,
+    breaker_util_percent   DOUBLE,
+    breaker_loss_delta     DOUBLE,
+    breaker_min_seconds    DOUBLE,
+    tag_pattern            VARCHAR
+);
+
+-- loads: one row per loaded window (ingest or Parquet load), newest last.
+CREATE TABLE IF NOT EXISTS loads (
+    loaded_at    TIMESTAMPTZ NOT NULL,
+    source       VARCHAR NOT NULL,
+    window_start TIMESTAMPTZ,
+    window_end   TIMESTAMPTZ,
+    rows_usage   BIGINT
+);
