@@ -1,0 +1,5 @@
+"""`python -m yolocost`."""
+
+from .cli import main
+
+main()

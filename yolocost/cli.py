@@ -1,0 +1,281 @@
+"""The `yolocost` command: a thin click layer over the library.
+
+Each command parses its options, calls one library function and turns a YolocostError
+into `error: <one line>` on stderr with exit status 2. Logs and progress go to stderr,
+results to files or stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import YolocostError
+
+
+@dataclass
+class State:
+    config_path: str | None
+    database: str | None
+    quiet: bool
+    debug: bool
+    _config: object = None
+
+    @property
+    def config(self):
+        """The loaded config (lazily: `--help` and `demo` need none), with --db applied."""
+        if self._config is None:
+            from .config import load_config
+
+            config = load_config(self.config_path)
+            self._config = config.with_database(Path(self.database)) if self.database else config
+        return self._config
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(f"yolocost: {message}", err=True)
+
+
+class Group(click.Group):
+    """Maps library errors to one line and an exit status instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except YolocostError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("error: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # anything unforeseen: still one line, unless --debug
+            state = ctx.find_object(State)
+            if state is not None and state.debug:
+                raise
+            first = (str(exc).splitlines() or [""])[0]
+            click.echo(f"error: unexpected {type(exc).__name__}: {first} (rerun with --debug for details)", err=True)
+            ctx.exit(1)
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--config", "config_path", metavar="FILE",
+              help="Config file (default: $YOLOCOST_CONFIG, else ./yolocost.toml).")
+@click.option("--db", "database", metavar="FILE", help="DuckDB file, overriding [database] path.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@click.option("--debug", is_flag=True, help="Show a traceback for unexpected errors.")
+@click.version_option(__version__, prog_name="yolocost")
+@click.pass_context
+def main(ctx: click.Context, config_path, database, quiet, debug):
+    """GPU cost accounting for YOLO training on shared clusters.
+
+    Pulls DCGM GPU metrics and job labels into DuckDB, computes GPU-hours, cost,
+    effective compute density, idle waste and cost per mAP point per job, project,
+    user, GPU model and image tag.
+
+    \b
+    Example:
+      yolocost demo                      # the bundled sample month, no Prometheus
+      yolocost query top_idle_wasters --param month=2026-10
+    """
+    ctx.obj = State(config_path, database, quiet, debug)
+
+
+@main.command()
+@click.option("--out", "out_dir", default="yolocost-demo", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the demo config, database and summary.")
+@pass_state
+def demo(state: State, out_dir):
+    """Build a database and a summary from the bundled sample month.
+
+    Needs no Prometheus: loads sample_data/ (a synthetic 48-GPU cluster, October 2026)
+    into OUT/yolocost.duckdb and writes OUT/reports/2026-10/summary.html.
+
+    \b
+    Example:
+      yolocost demo --out /tmp/yc && cd /tmp/yc && yolocost queries
+    """
+    import time
+
+    from .demo import run_demo
+
+    started = time.monotonic()
+    result = run_demo(Path(out_dir), state.log)
+    state.log(f"done in {time.monotonic() - started:.1f} s")
+    click.echo(f"Demo ready in {result.folder}")
+    click.echo(f"  config:   {result.config}")
+    click.echo(f"  database: {result.database}  ({result.usage_rows:,} usage rows, {result.jobs} jobs)")
+    click.echo(f"  summary:  {result.summary}")
+    click.echo("Try:")
+    click.echo(f"  cd {result.folder}")
+    click.echo("  yolocost queries")
+    click.echo("  yolocost query most_expensive_jobs --param month=2026-10")
+    click.echo("  duckdb -readonly yolocost.duckdb 'FROM mart_project_month'")
+
+
+@main.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@pass_state
+def load(state: State, directory):
+    """Load raw tables from a folder of Parquet files and rebuild the marts.
+
+    The folder holds gpu_usage.parquet and optionally jobs.parquet,
+    training_progress.parquet and job_results.parquet (docs/raw-tables.md). The time
+    window the usage rows cover is replaced in one transaction; bad rows stop the load
+    and leave the database as it was.
+
+    \b
+    Example:
+      yolocost --config yolocost.toml load exported-window/
+    """
+    from .load import load_parquet_dir
+
+    result = load_parquet_dir(state.config, Path(directory), state.log)
+    click.echo(f"loaded {result.usage_rows:,} usage rows and {result.jobs} jobs into {state.config.database}")
+
+
+@main.command()
+@pass_state
+def build(state: State):
+    """Rebuild every SQL model from the raw tables (after editing prices, say).
+
+    \b
+    Example:
+      yolocost --config yolocost.toml build
+    """
+    from . import db
+    from .load import rebuild
+
+    con = db.connect(state.config.database)
+    try:
+        db.create_schema(con)
+        with db.transaction(con):
+            rebuild(con, state.config)
+    finally:
+        con.close()
+    click.echo(f"rebuilt the models in {state.config.database}")
+
+
+def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
+    params = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE", param_hint="--param")
+        params[name.strip()] = value
+    return params
+
+
+@main.command()
+@click.argument("target")
+@click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter (repeatable).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the result to this file instead of stdout.")
+@click.option("--write", is_flag=True, help="Open the database read-write (default: read-only).")
+@click.option("--queries-dir", type=click.Path(file_okay=False, exists=True), help="Extra folder of named queries.")
+@pass_state
+def query(state: State, target, params, fmt, output, write, queries_dir):
+    """Run a named query from queries/, a .sql file, or a SQL string.
+
+    The database is opened read-only unless --write is given. Parameters declared in a
+    query's header (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE.
+
+    \b
+    Examples:
+      yolocost query top_idle_wasters --param month=2026-10
+      yolocost query my_report.sql -f csv -o out.csv
+      yolocost query "SELECT project, cost FROM mart_project_month WHERE month = '2026-10'"
+    """
+    from . import queries
+
+    q = queries.resolve(target, Path(queries_dir) if queries_dir else None)
+    columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write)
+    text = queries.FORMATTERS[fmt](columns, rows)
+    if output:
+        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        state.log(f"wrote {len(rows)} rows to {output}")
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@main.command(name="queries")
+@click.option("--queries-dir", type=click.Path(file_okay=False, exists=True), help="Extra folder of named queries.")
+def list_queries(queries_dir):
+    """List the named queries with their titles and parameters.
+
+    \b
+    Example:
+      yolocost queries
+    """
+    from . import queries
+
+    for q in queries.available(Path(queries_dir) if queries_dir else None):
+        params = " ".join(f"{p.name}" + (f"={p.default}" if p.default is not None else "") for p in q.params)
+        click.echo(f"{q.name:32} {q.title}" + (f"  [{params}]" if params else ""))
+
+
+@main.group()
+def sample():
+    """Synthetic cluster data with ground truth, for demos, tests and benchmarks."""
+
+
+@sample.command("generate")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder to write into.")
+@click.option("--seed", type=int, default=None, help="Random seed (default: the demo seed).")
+@click.option("--month", default=None, metavar="YYYY-MM", help="Month to generate (default: 2026-10).")
+@click.option("--timezone", default=None, help="Cluster time zone (default: Europe/Berlin).")
+@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (20 ≈ 1,000 GPUs).")
+@pass_state
+def sample_generate(state: State, out_dir, seed, month, timezone, scale):
+    """Generate a synthetic cluster month: raw Parquet tables and ground_truth.json.
+
+    Deterministic for a seed: the bundled sample_data/ is `--seed` default, month 2026-10.
+
+    \b
+    Example:
+      yolocost sample generate --out /tmp/month --scale 2
+      yolocost --db /tmp/month.duckdb --config sample_data/yolocost.toml load /tmp/month
+    """
+    from . import synth
+
+    if scale <= 0:
+        raise click.BadParameter("must be positive", param_hint="--scale")
+    kwargs = {k: v for k, v in {"seed": seed, "month": month, "timezone": timezone}.items() if v is not None}
+    synth.generate(Path(out_dir), scale=scale, progress=state.log, **kwargs)
+    click.echo(f"wrote the synthetic month to {out_dir}")
+
+
+@main.group(name="config")
+def config_group():
+    """Check the configuration."""
+
+
+@config_group.command("check")
+@pass_state
+def config_check(state: State):
+    """Validate the config file and print what it resolves to (never credentials).
+
+    \b
+    Example:
+      yolocost --config /etc/yolocost.toml config check
+    """
+    c = state.config
+    click.echo(f"config:    {c.source or '(defaults)'}")
+    click.echo(f"cluster:   {c.cluster} ({c.timezone}, {c.currency})")
+    click.echo(f"database:  {c.database}")
+    click.echo(f"grain:     {c.grain_seconds} s, retention {c.retention_days} days")
+    click.echo(f"prometheus: {c.prometheus.url}" + (" (bearer token set)" if c.prometheus.bearer_token else "")
+               + (f" (basic auth as {c.prometheus.username})" if c.prometheus.username else ""))
+    click.echo(f"prices:    {len(c.prices)} GPU price entries, {len(c.energy_prices)} energy price entries")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Run ad-hoc SQL against the database: a named query from `queries/`, a .sql file or a string.
+
+Queries run on a read-only connection unless the caller asks for writes. Each file in
+`queries/` starts with a header the listing and the parameter binding read:
+
+    -- title: Top idle wasters
+    -- description: Jobs whose GPUs sat under the idle threshold longest, and the cost.
+    -- param: month VARCHAR: the month, YYYY-MM
+    -- param: limit INTEGER = 20: how many rows
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from . import db
+from .errors import YolocostError
+from .resources import shipped_dir
+
+_PARAM = re.compile(r"^(?P<name>[A-Za-z_]\w*)(?:\s+(?P<type>[A-Za-z]+))?(?:\s*=\s*(?P<default>[^:]*?))?\s*(?::\s*(?P<doc>.*))?$")
+_TYPES = {"VARCHAR": str, "INTEGER": int, "DOUBLE": float, "DATE": dt.date.fromisoformat}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str = "VARCHAR"
+    default: str | None = None
+    doc: str = ""
+
+    def convert(self, raw: str) -> Any:
+        try:
+            return _TYPES[self.type](raw)
+        except ValueError:
+            raise YolocostError(f"parameter {self.name}: {raw!r} is not a valid {self.type}") from None
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    sql: str
+    title: str = ""
+    description: str = ""
+    params: tuple[Param, ...] = field(default_factory=tuple)
+    path: Path | None = None
+
+
+def parse_query(sql: str, name: str, path: Path | None = None) -> Query:
+    """Read the `-- key: value` header of a query file."""
+    meta: dict[str, str] = {}
+    params: list[Param] = []
+    for line in sql.splitlines():
+        if not line.startswith("--"):
+            if line.strip():
+                break
+            continue
+        key, _, value = line[2:].strip().partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "param":
+            m = _PARAM.match(value)
+            if not m:
+                raise YolocostError(f"{path or name}: bad param header {value!r}")
+            ptype = (m["type"] or "VARCHAR").upper()
+            if ptype not in _TYPES:
+                raise YolocostError(f"{path or name}: param {m['name']}: unknown type {ptype}")
+            params.append(Param(m["name"], ptype, m["default"], (m["doc"] or "").strip()))
+        elif key in ("title", "description"):
+            meta[key] = (meta.get(key, "") + " " + value).strip()
+    return Query(name, sql, meta.get("title", ""), meta.get("description", ""), tuple(params), path)
+
+
+def query_dirs(extra: Path | None = None) -> list[Path]:
+    dirs = [extra] if extra else []
+    return dirs + [shipped_dir("queries")]
+
+
+def available(extra: Path | None = None) -> list[Query]:
+    """Named queries, the user's folder first (its files override shipped ones by name)."""
+    seen: dict[str, Query] = {}
+    for folder in query_dirs(extra):
+        for path in sorted(folder.glob("*.sql")):
+            seen.setdefault(path.stem, parse_query(path.read_text(encoding="utf-8"), path.stem, path))
+    return sorted(seen.values(), key=lambda q: q.name)
+
+
+def resolve(target: str, extra: Path | None = None) -> Query:
+    """A named query, a path to a .sql file, or literal SQL."""
+    by_name = {q.name: q for q in available(extra)}
+    if target in by_name:
+        return by_name[target]
+    if target.endswith(".sql"):
+        path = Path(target)
+        if not path.is_file():
+            raise YolocostError(f"{target}: no such query file (and no named query {path.stem!r})")
+        return parse_query(path.read_text(encoding="utf-8"), path.stem, path)
+    if re.match(r"^\s*(--|select|with|from|pivot|unpivot|describe|show|summarize|explain|table|values|"
+                r"insert|update|delete|create|drop|alter|copy|export|attach|set)\b", target, re.I):
+        return parse_query(target, "sql")
+    names = ", ".join(sorted(by_name)) or "none"
+    raise YolocostError(f"unknown query {target!r}: not a named query ({names}), a .sql file or SQL")
+
+
+def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
+    """Values for the query's declared parameters; undeclared names pass through as text."""
+    values: dict[str, Any] = {}
+    declared = {p.name: p for p in query.params}
+    for name, raw in given.items():
+        values[name] = declared[name].convert(raw) if name in declared else raw
+    for p in query.params:
+        if p.name not in values:
+            if p.default is None:
+                raise YolocostError(f"query {query.name} needs --param {p.name}=... ({p.doc or p.type})")
+            values[p.name] = p.convert(p.default)
+    used = set(re.findall(r"\$([A-Za-z_]\w*)", re.sub(r"--[^\n]*", "", query.sql)))
+    return {k: v for k, v in values.items() if k in used}
+
+
+def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False) -> tuple[list[str], list[tuple]]:
+    """Run a query; returns column names and rows. Read-only unless `write`."""
+    con = db.connect(database, read_only=not write)
+    try:
+        try:
+            cur = con.execute(query.sql, bind(query, params))
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0]
+            if not write and "read-only" in first.lower():
+                first += " (add --write to allow changes)"
+            raise YolocostError(f"query {query.name}: {first}") from None
+        if cur.description is None:
+            return [], []
+        return [d[0] for d in cur.description], cur.fetchall()
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------- output
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """Neutralize a text cell a spreadsheet would run as a formula (OWASP CSV injection)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_csv(columns: list[str], rows: list[tuple]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([csv_safe(_plain(v)) for v in row])
+    return buf.getvalue()
+
+
+def to_json(columns: list[str], rows: list[tuple]) -> str:
+    return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], ensure_ascii=False, indent=1)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
+    if isinstance(value, decimal.Decimal):
+        return f"{value:,.2f}" if value.as_tuple().exponent <= -2 else f"{value:,}"
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value)
+
+
+def to_table(columns: list[str], rows: list[tuple], max_width: int = 48) -> str:
+    """An aligned text table; numbers right-aligned, long cells cut with an ellipsis."""
+    if not columns:
+        return "(no result)\n"
+    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
+    numeric = [all(isinstance(r[i], (int, float, decimal.Decimal)) or r[i] is None for r in rows) for i in range(len(columns))]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    out = [line(columns), "  ".join("-" * w for w in widths)]
+    out += [line(row) for row in cells]
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out) + "\n"
+
+
+FORMATTERS = {"table": to_table, "csv": to_csv, "json": to_json}

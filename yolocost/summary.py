@@ -1,0 +1,42 @@
+"""A first one-page HTML summary of a month: headline totals and the per-project table."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from . import db
+from .config import Config
+from .templating import environment
+
+
+def _rows(con, sql: str, params: list) -> list[dict]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def write_summary(config: Config, month: str, out_path: Path) -> Path:
+    """Render `summary.html` for `month` from the marts into `out_path`."""
+    con = db.connect(config.database, read_only=True)
+    try:
+        cluster = _rows(con, "SELECT * FROM mart_cluster_month WHERE month = ?", [month])
+        projects = _rows(
+            con,
+            "SELECT * FROM mart_project_month WHERE month = ? "
+            "ORDER BY bucket = 'project' DESC, cost DESC, project",
+            [month],
+        )
+    finally:
+        con.close()
+    html = environment(config.templates_dir).get_template("summary.html").render(
+        month=month,
+        cluster=cluster[0] if cluster else None,
+        projects=projects,
+        currency=config.currency,
+        cluster_name=config.cluster,
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(html, encoding="utf-8")
+    return out_path

@@ -1,0 +1,43 @@
+"""Jinja environment for reports: the user's template folder first, then the shipped one.
+
+Autoescaping is always on, so a project or user called `<script>` shows as text.
+"""
+
+from __future__ import annotations
+
+import decimal
+from pathlib import Path
+
+import jinja2
+
+from .resources import shipped_dir
+
+
+def money(value, currency: str = "") -> str:
+    """Round half-up to cents only for display; the stored figure keeps its decimals."""
+    if value is None:
+        return ""
+    amount = decimal.Decimal(str(value)).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP)
+    return f"{amount:,.2f}" + (f" {currency}" if currency else "")
+
+
+def number(value, digits: int = 1) -> str:
+    return "" if value is None else f"{float(value):,.{digits}f}"
+
+
+def percent(value, digits: int = 1) -> str:
+    return "" if value is None else f"{float(value) * 100:.{digits}f} %"
+
+
+def environment(user_dir: Path | None = None) -> jinja2.Environment:
+    loaders = [jinja2.FileSystemLoader(str(user_dir))] if user_dir else []
+    loaders.append(jinja2.FileSystemLoader(str(shipped_dir("templates"))))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(money=money, number=number, percent=percent)
+    return env
