@@ -82,7 +82,7 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
             continue
         bad = con.execute(f"SELECT count(*) FROM incoming_{table} WHERE {_q(c)} IS NULL").fetchone()[0]
         if bad:
-            raise DataError(f"{path}: column {c} is empty or not a valid {types[c]} in {bad} row(s)")
+            raise DataError(f"{path}: {c} is missing (null/NaN) or not a valid {types[c]} in {bad} row(s)")
 
 
 _REQUIRED = {

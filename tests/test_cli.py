@@ -1,0 +1,148 @@
+"""The command line: help with examples, and bad input as one line on stderr with exit 2.
+
+Each error case runs the real `yolocost` entry point in a subprocess, so a traceback
+anywhere on the way would show up in stderr.
+"""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+CONFIG = """
+[cluster]
+timezone = "UTC"
+[database]
+path = "yc.duckdb"
+[[prices]]
+gpu_model = "A100"
+price_per_gpu_hour = "2.00"
+"""
+
+
+def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def usage_frame(n: int = 12, model: str = "A100", util: float = 80.0) -> pd.DataFrame:
+    start = pd.Timestamp("2026-10-01T00:00:00Z")
+    return pd.DataFrame([{
+        "interval_start": start + pd.Timedelta(minutes=5 * k), "cluster": "c", "hostname": "h1",
+        "gpu_uuid": "GPU-0", "gpu_index": 0, "gpu_model": model, "mig_profile": None, "job_id": "job-1",
+        "seconds_present": 300, "util_mean": util, "seconds_busy": 300, "seconds_idle": 0,
+        "mem_peak_mib": 1000.0, "power_mean_w": 250.0, "energy_mj": 75_000_000,
+    } for k in range(n)])
+
+
+def write_raw(folder: Path, usage: pd.DataFrame) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    usage.to_parquet(folder / "gpu_usage.parquet", index=False)
+    pd.DataFrame([{"job_id": "job-1", "project": "p", "user_name": "u"}]).to_parquet(folder / "jobs.parquet", index=False)
+    return folder
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) >= 1 and lines[-1].startswith("error: "), result.stderr
+    errors = [line for line in lines if line.startswith("error")]
+    assert len(errors) == 1
+    for needle in needles:
+        assert needle in errors[0]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    return tmp_path
+
+
+def test_every_command_has_help_with_an_example(workdir):
+    commands = [[], ["demo"], ["load"], ["build"], ["query"], ["queries"], ["sample", "generate"], ["config", "check"]]
+    for cmd in commands:
+        result = yolocost(*cmd, "--help", cwd=workdir)
+        assert result.returncode == 0, result.stderr
+        assert "Example" in result.stdout, cmd
+
+
+def test_load_then_query_round_trip(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    result = yolocost("load", "raw", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    out = yolocost("query", "SELECT gpu_hours, cost FROM mart_project_month WHERE bucket = 'project'", "-f", "csv", cwd=workdir)
+    assert out.stdout.splitlines() == ["gpu_hours,cost", "1.0,2.000000000"]
+
+
+def test_unknown_config_key(workdir):
+    (workdir / "yolocost.toml").write_text(CONFIG + "\n[labels]\nprojcet = 'team'\n")
+    assert_one_line_error(yolocost("config", "check", cwd=workdir), "yolocost.toml", "labels.projcet", "unknown key")
+
+
+def test_negative_price(workdir):
+    (workdir / "yolocost.toml").write_text(CONFIG.replace('"2.00"', '"-2.00"'))
+    write_raw(workdir / "raw", usage_frame())
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "prices[0].price_per_gpu_hour", "must not be negative")
+
+
+def test_malformed_toml(workdir):
+    (workdir / "yolocost.toml").write_text(CONFIG + "\n[cluster\n")
+    assert_one_line_error(yolocost("query", "SELECT 1", cwd=workdir), "yolocost.toml", "not valid TOML")
+
+
+def test_unpriced_gpu_model_stops_the_load_and_keeps_what_was_stored(workdir):
+    write_raw(workdir / "ok", usage_frame())
+    assert yolocost("load", "ok", cwd=workdir).returncode == 0
+    before = duckdb.connect(str(workdir / "yc.duckdb"), read_only=True).execute(
+        "SELECT count(*), sum(gpu_cost) FROM int_usage_priced").fetchall()
+
+    later = usage_frame(model="H200")
+    later["interval_start"] += pd.Timedelta(hours=1)
+    write_raw(workdir / "bad", later)
+    assert_one_line_error(yolocost("load", "bad", cwd=workdir), "no price for GPU model 'H200'", "[[prices]]")
+    after = duckdb.connect(str(workdir / "yc.duckdb"), read_only=True).execute(
+        "SELECT count(*), sum(gpu_cost) FROM int_usage_priced").fetchall()
+    assert after == before
+
+
+def test_nan_utilization(workdir):
+    """A float NaN stored as such (pyarrow keeps it) and a NaN pandas stored as null."""
+    usage = usage_frame()
+    usage.loc[3, "util_mean"] = math.nan
+    (workdir / "raw").mkdir()
+    table = pa.Table.from_pandas(usage, preserve_index=False)
+    util = pa.array(usage["util_mean"].to_numpy(), from_pandas=False)  # keeps NaN as a float NaN
+    table = table.set_column(table.schema.get_field_index("util_mean"), "util_mean", util)
+    pq.write_table(table, workdir / "raw" / "gpu_usage.parquet")
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "util_mean is NaN", "1 row(s)", "GPU-0")
+    write_raw(workdir / "raw", usage)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "util_mean is missing (null/NaN)", "1 row(s)")
+    assert not (workdir / "yc.duckdb").exists() or duckdb.connect(
+        str(workdir / "yc.duckdb"), read_only=True).execute("SELECT count(*) FROM gpu_usage").fetchone() == (0,)
+
+
+def test_duplicate_rows(workdir):
+    usage = usage_frame()
+    write_raw(workdir / "raw", pd.concat([usage, usage.iloc[[5]]]))
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "duplicate rows for GPU GPU-0", "job-1")
+
+
+def test_query_is_read_only_unless_asked(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    assert yolocost("load", "raw", cwd=workdir).returncode == 0
+    assert_one_line_error(yolocost("query", "DELETE FROM jobs", cwd=workdir), "read-only", "--write")
+    assert yolocost("query", "DELETE FROM jobs", "--write", cwd=workdir).returncode == 0
+
+
+def test_query_without_a_database(workdir):
+    assert_one_line_error(yolocost("query", "SELECT 1", cwd=workdir), "database not found")
+
+
+def test_unknown_named_query(workdir):
+    assert_one_line_error(yolocost("query", "no_such_query", cwd=workdir), "unknown query 'no_such_query'")

@@ -1,0 +1,114 @@
+"""Config loading: the shipped files parse, values are validated, credentials stay hidden."""
+
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from yolocost.config import Config, find_config_path, load_config, parse_config
+from yolocost.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "yolocost.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_example_config_parses_with_its_documented_values(monkeypatch):
+    monkeypatch.setenv("YOLOCOST_PROMETHEUS_TOKEN", "s3cret-token")
+    config = load_config(ROOT / "yolocost.example.toml")
+    assert config.timezone == "Europe/Berlin"
+    assert config.currency == "EUR"
+    assert config.grain_seconds == 300
+    assert config.thresholds.busy_util_percent == 70
+    assert config.thresholds.breaker_min_hours == 2
+    assert config.prices[0].price_per_gpu_hour == Decimal("2.93")
+    assert config.database == ROOT / "yolocost.duckdb"
+    assert config.prometheus.bearer_token == "s3cret-token"
+    assert "s3cret" not in repr(config)
+
+
+def test_sample_config_prices_match_the_generator():
+    from yolocost import synth
+
+    config = load_config(ROOT / "sample_data" / "yolocost.toml")
+    got = [(p.gpu_model, p.effective_from.isoformat(), p.price_per_gpu_hour) for p in config.prices]
+    want = sorted((p["gpu_model"], p["effective_from"], Decimal(p["price_per_gpu_hour"])) for p in synth.DEMO_PRICES)
+    assert got == want
+    assert [(e.effective_from.isoformat(), e.price_per_kwh) for e in config.energy_prices] == [
+        (e["effective_from"], Decimal(e["price_per_kwh"])) for e in synth.DEMO_ENERGY_PRICES
+    ]
+    assert config.timezone == synth.DEMO_TIMEZONE
+
+
+def test_defaults_without_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("YOLOCOST_CONFIG", raising=False)
+    assert find_config_path(None) is None
+    assert load_config() == Config()
+
+
+def test_config_found_through_env_then_cwd(tmp_path, monkeypatch):
+    path = write(tmp_path, '[cluster]\nname = "from-env"\n')
+    monkeypatch.setenv("YOLOCOST_CONFIG", str(path))
+    assert load_config().cluster == "from-env"
+    monkeypatch.delenv("YOLOCOST_CONFIG")
+    monkeypatch.chdir(tmp_path)
+    assert load_config().cluster == "from-env"
+
+
+def test_prices_read_as_exact_decimals_from_strings_and_floats():
+    config = parse_config({"prices": [
+        {"gpu_model": "A", "price_per_gpu_hour": 2.93},
+        {"gpu_model": "B", "price_per_gpu_hour": "0.1", "effective_from": dt.date(2026, 10, 15)},
+    ]})
+    assert [p.price_per_gpu_hour for p in config.prices] == [Decimal("2.93"), Decimal("0.1")]
+    assert config.prices[1].effective_from == dt.date(2026, 10, 15)
+
+
+def test_secret_from_file_is_read_and_hidden(tmp_path):
+    (tmp_path / "pw").write_text("hunter2\n")
+    path = write(tmp_path, '[prometheus]\nusername = "ops"\npassword_file = "pw"\n')
+    config = load_config(path)
+    assert config.prometheus.password == "hunter2"
+    assert "hunter2" not in repr(config) and "hunter2" not in repr(config.prometheus)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[cluster]\nnmae = "x"\n', "cluster.nmae: unknown key"),
+        ("[cluster\n", "not valid TOML"),
+        ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = "-1"\n', "prices[0].price_per_gpu_hour: must not be negative"),
+        ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = "abc"\n', "prices[0].price_per_gpu_hour: not a decimal"),
+        ('[[prices]]\ngpu_model = "A"\n', "prices[0].price_per_gpu_hour: missing"),
+        ('[cluster]\ntimezone = "Mars/Olympus"\n', "cluster.timezone: unknown time zone"),
+        ('[cluster]\ncurrency = "dollars"\n', "cluster.currency"),
+        ("[ingest]\ngrain_seconds = 7\n", "ingest.grain_seconds"),
+        ("[thresholds]\nbusy_util_percent = 170\n", "thresholds.busy_util_percent: must be between 0"),
+        ("[thresholds]\nidle_util_percent = 80\n", "idle_util_percent: must be below busy"),
+        ("[tag_policy]\npattern = \"([\"\n", "tag_policy.pattern: not a valid regular expression"),
+        ('[prometheus]\nurl = "localhost:9090"\n', "prometheus.url: must start with http"),
+        ('[prometheus]\nbearer_token_env = "YOLOCOST_TEST_UNSET_VAR"\n', "YOLOCOST_TEST_UNSET_VAR is not set"),
+        ('[prometheus]\nusername = "ops"\n', "basic auth needs both"),
+        ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 1\n[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 2\n',
+         "second price for 'A'"),
+    ],
+)
+def test_bad_config_names_file_key_and_problem_in_one_line(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    text = str(info.value)
+    assert message in text
+    assert str(path) in text
+    assert "\n" not in text
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.toml")
