@@ -2,7 +2,8 @@
 -- of a job (utilization under the breaker threshold, intervals exactly one grain apart),
 -- with its length, GPU seconds and cost, and the training loss before and during it:
 -- loss_before = total loss of the last epoch that ended at or before the run started,
--- loss_after = the lowest total loss of any epoch that ended before the run ended.
+-- loss_after = the lowest of loss_before and the total loss of every epoch that ended inside
+-- the run (a run with no epoch ending inside it did not improve: loss_after = loss_before).
 WITH low AS (
     SELECT
         i.*,
@@ -27,21 +28,28 @@ runs AS (
         sum(util_mean * seconds_present) / nullif(sum(seconds_present), 0) AS util_mean
     FROM low
     GROUP BY job_id, island
+),
+before AS (
+    SELECT
+        r.*,
+        (SELECT e.train_loss FROM stg_training_epochs AS e
+          WHERE e.job_id = r.job_id AND e.ts <= r.run_start AND e.train_loss IS NOT NULL
+          ORDER BY e.ts DESC, e.epoch DESC LIMIT 1) AS loss_before,
+        (SELECT min(e.train_loss) FROM stg_training_epochs AS e
+          WHERE e.job_id = r.job_id AND e.ts > r.run_start AND e.ts < r.run_end) AS loss_within
+    FROM runs AS r
 )
 SELECT
-    r.job_id,
-    r.run_start,
-    r.run_end,
-    epoch(r.run_end) - epoch(r.run_start) AS run_seconds,
-    r.intervals,
-    r.seconds_present,
-    r.gpu_seconds,
-    r.gpu_cost,
-    r.energy_cost,
-    r.util_mean,
-    (SELECT e.train_loss FROM stg_training_epochs AS e
-      WHERE e.job_id = r.job_id AND e.ts <= r.run_start AND e.train_loss IS NOT NULL
-      ORDER BY e.ts DESC, e.epoch DESC LIMIT 1) AS loss_before,
-    (SELECT min(e.train_loss) FROM stg_training_epochs AS e
-      WHERE e.job_id = r.job_id AND e.ts < r.run_end) AS loss_after
-FROM runs AS r
+    job_id,
+    run_start,
+    run_end,
+    epoch(run_end) - epoch(run_start) AS run_seconds,
+    intervals,
+    seconds_present,
+    gpu_seconds,
+    gpu_cost,
+    energy_cost,
+    util_mean,
+    loss_before,
+    least(loss_before, loss_within) AS loss_after
+FROM before

@@ -44,19 +44,21 @@ running AS (
             ROWS UNBOUNDED PRECEDING
         ) AS cum_mj
     FROM priced
+),
+nanos AS (
+    SELECT
+        *,
+        (cum_units * price_micro + 1800000) // 3600000
+            - ((cum_units - gpu_units) * price_micro + 1800000) // 3600000 AS gpu_nanos,
+        (CAST(cum_mj AS HUGEINT) * energy_price_micro + 1800000) // 3600000
+            - (CAST(cum_mj - energy_mj AS HUGEINT) * energy_price_micro + 1800000) // 3600000 AS energy_nanos
+    FROM running
 )
 SELECT
-    * EXCLUDE (cum_units, cum_mj),
-    CAST(
-        (cum_units * price_micro + 1800000) // 3600000
-        - ((cum_units - gpu_units) * price_micro + 1800000) // 3600000
-        AS DECIMAL(38, 0)
-    ) * CAST(0.000000001 AS DECIMAL(18, 9)) AS gpu_cost,
-    CAST((idle_units * price_micro + 1800000) // 3600000 AS DECIMAL(38, 0))
-        * CAST(0.000000001 AS DECIMAL(18, 9)) AS idle_cost,
-    CAST(
-        (CAST(cum_mj AS HUGEINT) * energy_price_micro + 1800000) // 3600000
-        - (CAST(cum_mj - energy_mj AS HUGEINT) * energy_price_micro + 1800000) // 3600000
-        AS DECIMAL(38, 0)
-    ) * CAST(0.000000001 AS DECIMAL(18, 9)) AS energy_cost
-FROM running
+    * EXCLUDE (cum_units, cum_mj, gpu_nanos, energy_nanos),
+    CAST(gpu_nanos AS DECIMAL(38, 0)) * CAST(0.000000001 AS DECIMAL(18, 9)) AS gpu_cost,
+    -- idle cost is the idle share of the row's own cost, so it never exceeds it
+    CAST(CASE WHEN gpu_units = 0 THEN 0 ELSE (gpu_nanos * idle_units * 2 + gpu_units) // (2 * gpu_units) END
+        AS DECIMAL(38, 0)) * CAST(0.000000001 AS DECIMAL(18, 9)) AS idle_cost,
+    CAST(energy_nanos AS DECIMAL(38, 0)) * CAST(0.000000001 AS DECIMAL(18, 9)) AS energy_cost
+FROM nanos

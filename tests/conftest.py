@@ -1,0 +1,29 @@
+"""Shared fixtures: hand-made raw data loaded by the real loader into a real DuckDB file."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from builders import BuiltDb, build_db  # noqa: E402
+
+
+@pytest.fixture
+def built_db(tmp_path):
+    """Factory: built_db(usage, jobs=..., progress=..., results=..., prices=..., **config) -> BuiltDb.
+
+    Each call gets its own folder under tmp_path (raw Parquet files and database file).
+    """
+    counter = itertools.count(1)
+
+    def make(usage, **kwargs) -> BuiltDb:
+        folder = tmp_path / f"db{next(counter)}"
+        folder.mkdir()
+        return build_db(folder, usage, **kwargs)
+
+    return make
