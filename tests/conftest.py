@@ -27,3 +27,16 @@ def built_db(tmp_path):
         return build_db(folder, usage, **kwargs)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory) -> BuiltDb:
+    """The bundled sample month (sample_data/) loaded once per session with its own config."""
+    from yolocost.config import load_config
+    from yolocost.load import load_parquet_dir
+    from yolocost.resources import shipped_dir
+
+    sample = shipped_dir("sample_data")
+    config = load_config(sample / "yolocost.toml").with_database(tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    load_parquet_dir(config, sample)
+    return BuiltDb(config, sample)
