@@ -18,6 +18,7 @@ import io
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,16 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _width(text: str) -> int:
+    """Columns a string takes in a terminal: East Asian wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * (width - _width(text))
+    return fill + text if right else text + fill
+
+
 def to_table(columns: list[str], rows: list[tuple], max_width: int = 48) -> str:
     """An aligned text table; numbers right-aligned, long cells cut with an ellipsis."""
     if not columns:
@@ -198,10 +209,10 @@ def to_table(columns: list[str], rows: list[tuple], max_width: int = 48) -> str:
     cells = [[_cell(v) for v in row] for row in rows]
     cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
     numeric = [all(isinstance(r[i], (int, float, decimal.Decimal)) or r[i] is None for r in rows) for i in range(len(columns))]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths = [max([_width(c)] + [_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
 
     def line(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+        return "  ".join(_pad(v, w, num) for v, w, num in zip(values, widths, numeric)).rstrip()
 
     out = [line(columns), "  ".join("-" * w for w in widths)]
     out += [line(row) for row in cells]

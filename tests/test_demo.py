@@ -1,0 +1,52 @@
+"""`yolocost demo` as a new user runs it: a database, a summary and where they are."""
+
+import html
+import re
+import subprocess
+import sys
+from decimal import ROUND_HALF_UP, Decimal
+
+import duckdb
+
+from yolocost.summary import write_summary
+
+
+def test_demo_builds_database_and_summary_and_can_be_rerun(tmp_path):
+    out = tmp_path / "demo"
+    for _ in range(2):  # a rerun replaces the demo database cleanly
+        result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert str(out / "yolocost.duckdb") in result.stdout
+    assert str(out / "reports" / "2026-10" / "summary.html") in result.stdout
+    assert "building models" in result.stderr  # progress goes to stderr
+
+    con = duckdb.connect(str(out / "yolocost.duckdb"), read_only=True)
+    total, jobs = con.execute("SELECT total_cost, jobs FROM mart_cluster_month WHERE month = '2026-10'").fetchone()
+    projects = con.execute("SELECT project, cost FROM mart_project_month WHERE month = '2026-10'").fetchall()
+    con.close()
+    page = (out / "reports" / "2026-10" / "summary.html").read_text(encoding="utf-8")
+    assert f"{total.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}" in page
+    for name, cost in projects:
+        assert html.escape(name) in page
+        assert f"{cost.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}" in page
+    assert "视觉质检" in page
+    assert not list(out.glob("*.building*"))
+
+    # the printed hint works: the demo folder's own config finds the database
+    listed = subprocess.run([sys.executable, "-m", "yolocost", "query", "most_expensive_jobs", "-p", "month=2026-10"],
+                            cwd=out, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert re.search(r"job-\d{6}", listed.stdout)
+
+
+def test_summary_escapes_hostile_labels(built_db, tmp_path):
+    from builders import job_row, usage_row
+
+    hostile = "<script>alert(1)</script>"
+    db = built_db([usage_row("2026-10-01T00:00:00Z", gpu="GPU-0", job="j1")],
+                  jobs=[job_row("j1", project=hostile, user="u")])
+    page = write_summary(db.config, "2026-10", tmp_path / "s.html").read_text(encoding="utf-8")
+    assert hostile not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
