@@ -1,0 +1,41 @@
+-- int_usage_rollup: the standard measures of int_usage_priced (GPU-hours, density, idle waste,
+-- GPU, energy and total cost, energy, peak memory) rolled up once for every grouping the
+-- per-dimension marts report, so each measure has a single definition. grouping_set names the
+-- grouping: month_project | month_project_user | month_project_image_tag | day_project_gpu_model.
+-- Columns not in a row's grouping are NULL. density = busy seconds / present seconds.
+SELECT
+    CASE
+        WHEN GROUPING(u.day) = 0 THEN 'day_project_gpu_model'
+        WHEN GROUPING(u.user_name) = 0 THEN 'month_project_user'
+        WHEN GROUPING(u.image_tag_label) = 0 THEN 'month_project_image_tag'
+        ELSE 'month_project'
+    END AS grouping_set,
+    u.month,
+    u.day,
+    u.project_name AS project,
+    u.bucket,
+    u.user_name,
+    u.image_tag_label AS image_tag,
+    u.tag_status,
+    u.gpu_model,
+    count(DISTINCT u.job_id) AS jobs,
+    count(DISTINCT u.user_name) AS users,
+    string_agg(DISTINCT u.image_digest, ', ' ORDER BY u.image_digest) AS image_digests,
+    sum(u.seconds_present) AS seconds_present,
+    sum(u.gpu_seconds) AS gpu_seconds,
+    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
+    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
+    CAST(sum(u.idle_gpu_seconds) AS DOUBLE) / 3600 AS idle_gpu_hours,
+    sum(u.idle_cost) AS idle_cost,
+    sum(u.gpu_cost) AS gpu_cost,
+    sum(u.energy_cost) AS energy_cost,
+    sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
+    CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
+    max(u.mem_peak_mib) AS mem_peak_mib
+FROM int_usage_priced AS u
+GROUP BY GROUPING SETS (
+    (u.month, u.project_name, u.bucket),
+    (u.month, u.project_name, u.bucket, u.user_name),
+    (u.month, u.project_name, u.bucket, u.image_tag_label, u.tag_status),
+    (u.day, u.month, u.project_name, u.bucket, u.gpu_model)
+)
