@@ -146,3 +146,17 @@ def test_query_without_a_database(workdir):
 
 def test_unknown_named_query(workdir):
     assert_one_line_error(yolocost("query", "no_such_query", cwd=workdir), "unknown query 'no_such_query'")
+
+
+def test_sample_generate_reproduces_the_bundled_month(tmp_path):
+    import json
+
+    from yolocost.resources import shipped_dir
+
+    result = yolocost("sample", "generate", "--out", "gen", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    sample = shipped_dir("sample_data")
+    for name in ("gpu_usage", "jobs", "training_progress", "job_results"):
+        assert pd.read_parquet(tmp_path / "gen" / f"{name}.parquet").equals(pd.read_parquet(sample / f"{name}.parquet")), name
+    assert json.loads((tmp_path / "gen" / "ground_truth.json").read_text()) == json.loads(
+        (sample / "ground_truth.json").read_text())
