@@ -24,7 +24,7 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
         projects = _rows(
             con,
             "SELECT * FROM mart_project_month WHERE month = ? "
-            "ORDER BY bucket = 'project' DESC, cost DESC, project",
+            "ORDER BY bucket = 'project' DESC, bucket = 'unallocated', cost DESC, project",
             [month],
         )
     finally:
