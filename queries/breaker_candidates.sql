@@ -1,6 +1,6 @@
 -- title: Breaker candidates
 -- description: Stretches of at least the breaker length (default 2 h) in which a job's utilization stayed under the breaker threshold (40 %) while its training loss improved by less than 0.001: what an automatic pause would have saved.
--- param: month VARCHAR: the month the stretch started in, YYYY-MM
+-- param: month MONTH: the month the stretch started in, YYYY-MM
 SELECT
     job_id,
     project,

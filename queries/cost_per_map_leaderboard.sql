@@ -1,6 +1,6 @@
 -- title: Cost-per-mAP leaderboard
 -- description: Model configs and image tags of the jobs that finished in the month, cheapest mAP50 point first: runs, mean mAP50 and mAP50-95, training hours, peak memory, mean cost per run and cost per mAP point.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 SELECT
     model_type,
     image_tag,

@@ -1,6 +1,6 @@
 -- title: Density by image tag
 -- description: Effective compute density (share of GPU time above the busy threshold) and idle share per container image tag in the month, worst first, with spend and tag-policy status.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 SELECT
     image_tag,
     any_value(tag_status) AS tag_status,

@@ -1,6 +1,6 @@
 -- title: Capacity and use by GPU model
 -- description: Per GPU model in the month: GPUs, capacity GPU-hours, how much of it jobs held, how much was unlabeled or unallocated, density of the held time and the money in each bucket.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 SELECT
     gpu_model,
     gpus,

@@ -1,6 +1,6 @@
 -- title: Most expensive jobs
 -- description: The jobs that cost the most in the month (GPU time plus energy), with GPU-hours, density, idle share and, when the job has finished, its mAP50 and cost per mAP point.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 -- param: limit INTEGER = 20: how many jobs
 SELECT
     m.job_id,

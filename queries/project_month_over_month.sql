@@ -1,6 +1,6 @@
 -- title: Month-over-month change by project
 -- description: Each project's cost and GPU-hours in the month against the month before, with the change in money and percent; unlabeled and unallocated capacity included as their own rows.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 WITH cur AS (SELECT * FROM mart_project_month WHERE month = $month),
 prev AS (
     SELECT * FROM mart_project_month
@@ -15,5 +15,5 @@ SELECT
     round(coalesce(prev.gpu_hours, 0), 1) AS previous_gpu_hours,
     round(coalesce(cur.gpu_hours, 0), 1) AS gpu_hours
 FROM cur
-FULL OUTER JOIN prev USING (project)
+FULL OUTER JOIN prev USING (project, bucket)
 ORDER BY abs(change) DESC, project

@@ -1,6 +1,6 @@
 -- title: Tag-policy violations with spend
 -- description: Jobs that ran images tagged 'latest', with an empty tag, by digest only or with a tag not matching the policy pattern, with the digest that identifies what really ran and the money spent on them.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 SELECT
     tag_status,
     image_tag,

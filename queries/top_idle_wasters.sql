@@ -1,6 +1,6 @@
 -- title: Top idle wasters
 -- description: Jobs whose GPUs sat under the idle threshold (default 5 % utilization) longest in the month, with what that idle time cost and the job's overall density.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 -- param: limit INTEGER = 20: how many jobs
 SELECT
     job_id,

@@ -1,6 +1,6 @@
 -- title: Unallocated capacity by host and day
 -- description: GPU-hours and cost of GPUs that were present but held by no job, per host and local day, largest first: machines to consolidate, lend or switch off.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 -- param: min_hours DOUBLE = 1: hide host-days with fewer unallocated GPU-hours
 SELECT
     day,

@@ -1,6 +1,6 @@
 -- title: Cost by user
 -- description: Each user's GPU-hours, cost, density and idle waste in the month, per project they worked in, most expensive first.
--- param: month VARCHAR: the month, YYYY-MM
+-- param: month MONTH: the month, YYYY-MM
 SELECT
     user_name,
     project,

@@ -160,3 +160,60 @@ def test_sample_generate_reproduces_the_bundled_month(tmp_path):
         assert pd.read_parquet(tmp_path / "gen" / f"{name}.parquet").equals(pd.read_parquet(sample / f"{name}.parquet")), name
     assert json.loads((tmp_path / "gen" / "ground_truth.json").read_text()) == json.loads(
         (sample / "ground_truth.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("mig_profile", "MIG-3g.40gb", "mig_profile not a MIG profile"),
+        ("energy_mj", math.nan, "energy_mj holds 1 value(s) that are not a valid BIGINT"),
+        ("gpu_index", "first", "gpu_index holds 1 value(s) that are not a valid INTEGER"),
+    ],
+)
+def test_values_that_would_silently_vanish_are_refused(workdir, column, value, message):
+    usage = usage_frame()
+    usage[column] = usage[column].map(lambda v: None if v is None else str(v)) if isinstance(value, str) \
+        else usage[column].astype(object)
+    usage.loc[4, column] = value
+    (workdir / "raw").mkdir()
+    table = pa.Table.from_pandas(usage, preserve_index=False)
+    if isinstance(value, float):  # keep the NaN a float NaN in a float column
+        table = table.set_column(table.schema.get_field_index(column), column,
+                                 pa.array(usage[column].astype(float).to_numpy(), from_pandas=False))
+    pq.write_table(table, workdir / "raw" / "gpu_usage.parquet")
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), message)
+
+
+def test_job_results_must_be_fractions(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame([{"job_id": "job-1", "map50": 62.17, "map50_95": 0.4, "best_epoch": 3}]).to_parquet(
+        workdir / "raw" / "job_results.parquet", index=False)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "job job-1", "between 0 and 1")
+
+
+def test_reserved_bucket_names_are_refused_as_project_labels(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame([{"job_id": "job-1", "project": "(unallocated)", "user_name": "u"}]).to_parquet(
+        workdir / "raw" / "jobs.parquet", index=False)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "reserved bucket name")
+
+
+def test_read_only_query_cannot_touch_other_files(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    assert yolocost("load", "raw", cwd=workdir).returncode == 0
+    result = yolocost("query", "COPY (SELECT 42) TO 'leak.csv'", cwd=workdir)
+    assert result.returncode == 2 and not (workdir / "leak.csv").exists()
+    result = yolocost("query", "SELECT * FROM read_csv('yolocost.toml')", cwd=workdir)
+    assert result.returncode == 2
+
+
+def test_month_parameter_is_checked_and_negative_numbers_stay_numbers_in_csv(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    assert yolocost("load", "raw", cwd=workdir).returncode == 0
+    assert_one_line_error(yolocost("query", "top_idle_wasters", "-p", "month=oct", cwd=workdir),
+                          "month: 'oct' is not a valid MONTH")
+    out = yolocost("query", "project_month_over_month", "-p", "month=2026-11", "-f", "csv", cwd=workdir)
+    assert out.returncode == 0, out.stderr
+    rows = out.stdout.splitlines()
+    assert rows[0].startswith("project,previous_cost,cost,change")
+    assert any(",-" in r for r in rows[1:]) and "'-" not in out.stdout

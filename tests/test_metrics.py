@@ -179,17 +179,19 @@ def test_price_change_applies_from_local_midnight_of_its_date(built_db):
     assert {str(d): r["gpu_cost"] for d, r in days.items()} == {"2026-03-09": Decimal("2.93"), "2026-03-10": Decimal("3.50")}
 
 
-def test_an_interval_is_priced_at_its_start(built_db):
-    """With a 1 h grain and Asia/Kolkata (UTC+5:30), the price change at local midnight
-    (18:30Z) falls inside the 18:00Z interval: that whole interval keeps the old price."""
-    usage = [usage_row(t, "g1", "j1", seconds=3600) for t in intervals("2026-03-09T17:00Z", 3, grain=3600)]
+def test_price_change_in_a_half_hour_offset_zone(built_db):
+    """Asia/Kolkata (UTC+5:30) with a 30 min grain: local midnight of the change is 18:30Z, an
+    interval boundary, so 17:30Z and 18:00Z keep the old price and 18:30Z takes the new one.
+    (A grain that would straddle local midnight there, such as 1 h, is refused by the config.)"""
+    usage = [usage_row(t, "g1", "j1", seconds=1800) for t in intervals("2026-03-09T17:30Z", 3, grain=1800)]
     prices = [("A100", "1970-01-01", "2.93"), ("A100", "2026-03-10", "3.50")]
     db = built_db(usage, jobs=[job_row("j1")], prices=prices, timezone="Asia/Kolkata",
-                  ingest={"grain_seconds": 3600})
+                  ingest={"grain_seconds": 1800})
 
-    # 17:00Z and 18:00Z start before 18:30Z (old price); 19:00Z after it (new price)
-    expected = Decimal("2") * Decimal("2.93") + Decimal("1") * Decimal("3.50")
+    expected = Decimal("0.5") * Decimal("2.93") * 2 + Decimal("0.5") * Decimal("3.50")
     assert db.value("SELECT gpu_cost FROM mart_job") == expected
+    days = {str(r["day"]): r["gpu_cost"] for r in db.query("SELECT day, gpu_cost FROM mart_daily")}
+    assert days == {"2026-03-09": Decimal("0.5") * Decimal("2.93") * 2, "2026-03-10": Decimal("0.5") * Decimal("3.50")}
 
 
 def test_energy_cost_is_kwh_times_energy_price(built_db):

@@ -200,7 +200,10 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write)
     text = queries.FORMATTERS[fmt](columns, rows)
     if output:
-        Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        try:
+            Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise YolocostError(f"{output}: cannot write: {exc.strerror}") from None
         state.log(f"wrote {len(rows)} rows to {output}")
     else:
         click.echo(text, nl=not text.endswith("\n"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import os
 import re
 import sys
@@ -17,6 +18,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import duckdb
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +30,7 @@ from .errors import ConfigError
 
 CONFIG_ENV = "YOLOCOST_CONFIG"
 DEFAULT_CONFIG_NAME = "yolocost.toml"
+MAX_PRICE = Decimal(10) ** 12  # prices are stored as DECIMAL(18, 6)
 DEFAULT_TAG_PATTERN = r"^[a-z0-9]+-yolo[a-z0-9]+-[a-z0-9]+-cu[0-9]+$"
 
 
@@ -186,8 +190,8 @@ class _Parser:
         return value
 
     def number(self, key: str, value: Any, low: float | None = None, high: float | None = None) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise self.fail(key, f"must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(key, f"must be a finite number, got {value!r}")
         if low is not None and value < low or high is not None and value > high:
             raise self.fail(key, f"must be between {low} and {high}, got {value}")
         return float(value)
@@ -209,6 +213,8 @@ class _Parser:
             raise self.fail(key, f"must be finite, got {value!r}")
         if amount < 0:
             raise self.fail(key, f"must not be negative, got {value}")
+        if amount >= MAX_PRICE:
+            raise self.fail(key, f"must be below {MAX_PRICE:,}, got {value}")
         if amount.as_tuple().exponent < -6:
             raise self.fail(key, f"at most 6 decimal places, got {value}")
         return amount
@@ -279,11 +285,23 @@ class _Parser:
         if grain % 60 or 3600 % grain:
             raise self.fail("ingest.grain_seconds", f"must be whole minutes dividing an hour (60..3600), got {grain}")
 
+        for probe in (dt.datetime(2026, 1, 15), dt.datetime(2026, 7, 15)):
+            offset = ZoneInfo(timezone).utcoffset(probe).total_seconds()
+            if offset % grain:
+                raise self.fail(
+                    "ingest.grain_seconds",
+                    f"{grain} s intervals would cross local midnight in {timezone} (UTC offset {offset / 3600:+g} h); "
+                    "choose a grain that divides the offset",
+                )
+
         pattern = self.get(policy, "tag_policy", "pattern", self.string, DEFAULT_TAG_PATTERN)
         try:
             re.compile(pattern)
-        except re.error as exc:
-            raise self.fail("tag_policy.pattern", f"not a valid regular expression: {exc}") from None
+            # the SQL models match with DuckDB's RE2, which lacks look-arounds and backreferences
+            duckdb.execute("SELECT regexp_full_match('', ?)", [pattern])
+        except (re.error, duckdb.Error) as exc:
+            first = str(exc).splitlines()[0]
+            raise self.fail("tag_policy.pattern", f"not a valid RE2 regular expression: {first}") from None
 
         default_price = None
         if "default_price_per_gpu_hour" in pricing:
@@ -321,6 +339,8 @@ class _Parser:
             for required in ("gpu_model", "price_per_gpu_hour"):
                 if required not in entry:
                     raise self.fail(f"{key}.{required}", "missing")
+            if entry["gpu_model"] == "*":
+                raise self.fail(f"{key}.gpu_model", "'*' is reserved: set [pricing] default_price_per_gpu_hour instead")
             price = Price(
                 gpu_model=self.string(f"{key}.gpu_model", entry["gpu_model"]),
                 effective_from=self.get(entry, key, "effective_from", self.date, dt.date(1970, 1, 1)),

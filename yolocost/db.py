@@ -14,15 +14,19 @@ from .errors import YolocostError
 from .resources import SQL_DIR
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the database; a missing file in read-only mode or a held lock is a clean error."""
+def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the database; a missing file in read-only mode or a held lock is a clean error.
+
+    `sandboxed` also denies access to any other file (COPY TO, read_csv, ATTACH, ...), so
+    an ad-hoc query can read the database and nothing else, and change nothing."""
     path = Path(path)
     if read_only and not path.is_file():
-        raise YolocostError(f"{path}: database not found (run `yolocost demo`, `load` or `ingest` first)")
+        raise YolocostError(f"{path}: database not found (run `yolocost demo` or `yolocost load` first)")
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        options = {"enable_external_access": False} if sandboxed else {}
+        con = duckdb.connect(str(path), read_only=read_only, config=options)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
         if "lock" in first.lower():

@@ -77,6 +77,14 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
         for c, t in types.items()
     )
     con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM read_parquet(?)", [str(path)])
+    lost = ", ".join(
+        f"count(*) FILTER (WHERE {_q(c)} IS NOT NULL AND TRY_CAST({_q(c)} AS {t}) IS NULL) AS {_q(c)}"
+        for c, t in types.items() if c in present
+    )
+    counts = con.execute(f"SELECT {lost} FROM read_parquet(?)", [str(path)]).fetchone()
+    for c, bad in zip([c for c in types if c in present], counts):
+        if bad:
+            raise DataError(f"{path}: {c} holds {bad} value(s) that are not a valid {types[c]} (NaN, infinite or out of range)")
     for c in _REQUIRED[table]:
         if c in _NULLABLE.get(table, ()):
             continue
@@ -145,6 +153,8 @@ def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: Path) -> 
         ("seconds_busy or seconds_idle negative or above seconds_present",
          "seconds_busy < 0 OR seconds_idle < 0 OR seconds_busy > seconds_present OR seconds_idle > seconds_present "
          "OR seconds_busy + seconds_idle > seconds_present"),
+        ("mig_profile not a MIG profile such as 3g.40gb",
+         "mig_profile IS NOT NULL AND NOT regexp_full_match(mig_profile, '[0-9]+g\\.[0-9]+gb(\\+[a-z]+)*')"),
         ("mem_peak_mib, power_mean_w or energy_mj is NaN or negative",
          "isnan(mem_peak_mib) OR isnan(power_mean_w) OR mem_peak_mib < 0 OR power_mean_w < 0 OR energy_mj < 0"),
         (f"interval_start not on the {grain} s grain",
@@ -187,6 +197,16 @@ def _check_unique(con: duckdb.DuckDBPyConnection, directory: Path) -> None:
         row = _first(con, f"SELECT {key}, count(*) FROM incoming_{table} GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
         if row:
             raise DataError(f"{directory / RAW_FILES[table][0]}: duplicate rows for {key} = {row[:-1]}")
+    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_job_results' AND temporary"):
+        row = _first(con, "SELECT job_id FROM incoming_job_results WHERE isnan(map50) OR isnan(map50_95) "
+                          "OR map50 NOT BETWEEN 0 AND 1 OR map50_95 NOT BETWEEN 0 AND 1 OR best_epoch < 0 LIMIT 1")
+        if row:
+            raise DataError(f"{directory / RAW_FILES['job_results'][0]}: job {row[0]}: map50 and map50_95 must be "
+                            "fractions between 0 and 1 (not NaN, not percent)")
+    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_jobs' AND temporary"):
+        row = _first(con, "SELECT job_id, project FROM incoming_jobs WHERE project IN ('(unlabeled)', '(unallocated)') LIMIT 1")
+        if row:
+            raise DataError(f"{directory / RAW_FILES['jobs'][0]}: job {row[0]}: project {row[1]!r} is a reserved bucket name")
     if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_training_progress' AND temporary"):
         row = _first(con, "SELECT job_id, epoch FROM incoming_training_progress WHERE isnan(value) LIMIT 1")
         if row:

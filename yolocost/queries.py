@@ -5,7 +5,7 @@ Queries run on a read-only connection unless the caller asks for writes. Each fi
 
     -- title: Top idle wasters
     -- description: Jobs whose GPUs sat under the idle threshold longest, and the cost.
-    -- param: month VARCHAR: the month, YYYY-MM
+    -- param: month MONTH: the month, YYYY-MM
     -- param: limit INTEGER = 20: how many rows
 """
 
@@ -30,7 +30,13 @@ from .errors import YolocostError
 from .resources import shipped_dir
 
 _PARAM = re.compile(r"^(?P<name>[A-Za-z_]\w*)(?:\s+(?P<type>[A-Za-z]+))?(?:\s*=\s*(?P<default>[^:]*?))?\s*(?::\s*(?P<doc>.*))?$")
-_TYPES = {"VARCHAR": str, "INTEGER": int, "DOUBLE": float, "DATE": dt.date.fromisoformat}
+def _month(text: str) -> str:
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", text):
+        raise ValueError(text)
+    return text
+
+
+_TYPES = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": float, "DATE": dt.date.fromisoformat}
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,7 @@ def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
 
 def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False) -> tuple[list[str], list[tuple]]:
     """Run a query; returns column names and rows. Read-only unless `write`."""
-    con = db.connect(database, read_only=not write)
+    con = db.connect(database, read_only=not write, sandboxed=not write)
     try:
         try:
             cur = con.execute(query.sql, bind(query, params))
@@ -172,7 +178,7 @@ def to_csv(columns: list[str], rows: list[tuple]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([csv_safe(_plain(v)) for v in row])
+        writer.writerow([_plain(csv_safe(v)) for v in row])
     return buf.getvalue()
 
 

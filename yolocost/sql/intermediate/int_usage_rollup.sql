@@ -2,7 +2,8 @@
 -- GPU, energy and total cost, energy, peak memory) rolled up once for every grouping the
 -- per-dimension marts report, so each measure has a single definition. grouping_set names the
 -- grouping: month_project | month_project_user | month_project_image_tag | day_project_gpu_model.
--- Columns not in a row's grouping are NULL. density = busy seconds / present seconds.
+-- Columns not in a row's grouping are NULL. density = busy seconds / present seconds. Idle
+-- waste counts held time only: it is NULL on rows of unallocated capacity.
 SELECT
     CASE
         WHEN GROUPING(u.day) = 0 THEN 'day_project_gpu_model'
@@ -25,8 +26,8 @@ SELECT
     sum(u.gpu_seconds) AS gpu_seconds,
     CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
     CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
-    CAST(sum(u.idle_gpu_seconds) AS DOUBLE) / 3600 AS idle_gpu_hours,
-    sum(u.idle_cost) AS idle_cost,
+    CAST(sum(u.idle_gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600 AS idle_gpu_hours,
+    sum(u.idle_cost) FILTER (WHERE u.bucket <> 'unallocated') AS idle_cost,
     sum(u.gpu_cost) AS gpu_cost,
     sum(u.energy_cost) AS energy_cost,
     sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
