@@ -217,3 +217,10 @@ def test_month_parameter_is_checked_and_negative_numbers_stay_numbers_in_csv(wor
     rows = out.stdout.splitlines()
     assert rows[0].startswith("project,previous_cost,cost,change")
     assert any(",-" in r for r in rows[1:]) and "'-" not in out.stdout
+
+
+def test_duplicate_job_rows(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame([{"job_id": "job-1", "project": "p"}, {"job_id": "job-1", "project": "q"}]).to_parquet(
+        workdir / "raw" / "jobs.parquet", index=False)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "jobs.parquet", "duplicate rows for job job-1")

@@ -116,7 +116,7 @@ def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progr
             _stage(con, table, path)
             staged.append(table)
     _check_usage(con, config, directory / RAW_FILES["gpu_usage"][0])
-    _check_unique(con, directory)
+    _check_side_tables(con, directory, staged)
 
     start, end, rows = con.execute(
         f"SELECT min(interval_start), max(interval_start) + to_seconds({config.grain_seconds}), count(*) "
@@ -189,28 +189,32 @@ def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: Path) -> 
         )
 
 
-def _check_unique(con: duckdb.DuckDBPyConnection, directory: Path) -> None:
-    for table, key in (("jobs", "job_id"), ("job_results", "job_id"), ("training_progress", "job_id, epoch, metric")):
-        exists = _first(con, f"SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_{table}' AND temporary")
-        if not exists:
-            continue
-        row = _first(con, f"SELECT {key}, count(*) FROM incoming_{table} GROUP BY ALL HAVING count(*) > 1 LIMIT 1")
-        if row:
-            raise DataError(f"{directory / RAW_FILES[table][0]}: duplicate rows for {key} = {row[:-1]}")
-    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_job_results' AND temporary"):
-        row = _first(con, "SELECT job_id FROM incoming_job_results WHERE isnan(map50) OR isnan(map50_95) "
-                          "OR map50 NOT BETWEEN 0 AND 1 OR map50_95 NOT BETWEEN 0 AND 1 OR best_epoch < 0 LIMIT 1")
-        if row:
-            raise DataError(f"{directory / RAW_FILES['job_results'][0]}: job {row[0]}: map50 and map50_95 must be "
-                            "fractions between 0 and 1 (not NaN, not percent)")
-    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_jobs' AND temporary"):
-        row = _first(con, "SELECT job_id, project FROM incoming_jobs WHERE project IN ('(unlabeled)', '(unallocated)') LIMIT 1")
-        if row:
-            raise DataError(f"{directory / RAW_FILES['jobs'][0]}: job {row[0]}: project {row[1]!r} is a reserved bucket name")
-    if _first(con, "SELECT 1 FROM duckdb_tables() WHERE table_name = 'incoming_training_progress' AND temporary"):
-        row = _first(con, "SELECT job_id, epoch FROM incoming_training_progress WHERE isnan(value) LIMIT 1")
-        if row:
-            raise DataError(f"{directory / RAW_FILES['training_progress'][0]}: NaN value for job {row[0]} epoch {row[1]}")
+# (raw table, query for the first offending row, what is wrong with it)
+_SIDE_TABLE_CHECKS = (
+    ("jobs", "SELECT job_id, count(*) FROM incoming_jobs GROUP BY ALL HAVING count(*) > 1",
+     lambda r: f"duplicate rows for job {r[0]}"),
+    ("jobs", "SELECT job_id, project FROM incoming_jobs WHERE project IN ('(unlabeled)', '(unallocated)')",
+     lambda r: f"job {r[0]}: project {r[1]!r} is a reserved bucket name"),
+    ("job_results", "SELECT job_id, count(*) FROM incoming_job_results GROUP BY ALL HAVING count(*) > 1",
+     lambda r: f"duplicate rows for job {r[0]}"),
+    ("job_results", "SELECT job_id FROM incoming_job_results WHERE isnan(map50) OR isnan(map50_95) "
+     "OR map50 NOT BETWEEN 0 AND 1 OR map50_95 NOT BETWEEN 0 AND 1 OR best_epoch < 0",
+     lambda r: f"job {r[0]}: map50 and map50_95 must be fractions between 0 and 1 (not NaN, not percent)"),
+    ("training_progress", "SELECT job_id, epoch, metric, count(*) FROM incoming_training_progress "
+     "GROUP BY ALL HAVING count(*) > 1",
+     lambda r: f"duplicate rows for job {r[0]} epoch {r[1]} metric {r[2]}"),
+    ("training_progress", "SELECT job_id, epoch FROM incoming_training_progress WHERE isnan(value)",
+     lambda r: f"NaN value for job {r[0]} epoch {r[1]}"),
+)
+
+
+def _check_side_tables(con: duckdb.DuckDBPyConnection, directory: Path, staged: list[str]) -> None:
+    """Refuse duplicate, NaN or out-of-range rows in the job, result and progress files."""
+    for table, sql, what in _SIDE_TABLE_CHECKS:
+        if table in staged:
+            row = _first(con, sql + " LIMIT 1")
+            if row:
+                raise DataError(f"{directory / RAW_FILES[table][0]}: {what(row)}")
 
 
 def check_priced(con: duckdb.DuckDBPyConnection, config: Config) -> None:
