@@ -224,3 +224,13 @@ def test_duplicate_job_rows(workdir):
     pd.DataFrame([{"job_id": "job-1", "project": "p"}, {"job_id": "job-1", "project": "q"}]).to_parquet(
         workdir / "raw" / "jobs.parquet", index=False)
     assert_one_line_error(yolocost("load", "raw", cwd=workdir), "jobs.parquet", "duplicate rows for job job-1")
+
+
+def test_build_reprices_stored_usage_after_a_config_change(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    assert yolocost("load", "raw", cwd=workdir).returncode == 0
+    (workdir / "yolocost.toml").write_text(CONFIG.replace('"2.00"', '"3.25"'))
+    result = yolocost("build", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    out = yolocost("query", "SELECT capacity_cost FROM mart_cluster_month", "-f", "csv", cwd=workdir)
+    assert out.stdout.splitlines() == ["capacity_cost", "3.250000000"]  # 1 GPU-hour at the new price

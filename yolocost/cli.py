@@ -151,16 +151,9 @@ def build(state: State):
     Example:
       yolocost --config yolocost.toml build
     """
-    from . import db
-    from .load import rebuild
+    from .load import rebuild_database
 
-    con = db.connect(state.config.database)
-    try:
-        db.create_schema(con)
-        with db.transaction(con):
-            rebuild(con, state.config)
-    finally:
-        con.close()
+    rebuild_database(state.config)
     click.echo(f"rebuilt the models in {state.config.database}")
 
 

@@ -48,6 +48,18 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
+@contextlib.contextmanager
+def writing(path: Path | str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-write connection with the raw tables in place, inside one transaction."""
+    con = connect(path)
+    try:
+        create_schema(con)
+        with transaction(con):
+            yield con
+    finally:
+        con.close()
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the raw tables if they do not exist yet (schema.sql documents each one)."""
     con.execute((SQL_DIR / "schema.sql").read_text(encoding="utf-8"))

@@ -43,16 +43,17 @@ def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambd
     directory = Path(directory)
     if not (directory / RAW_FILES["gpu_usage"][0]).is_file():
         raise DataError(f"{directory}: no {RAW_FILES['gpu_usage'][0]} found (not a raw data folder)")
-    con = db.connect(config.database)
-    try:
-        db.create_schema(con)
-        with db.transaction(con):
-            result = _load(con, config, directory, progress)
-            progress("building models")
-            rebuild(con, config)
-        return result
-    finally:
-        con.close()
+    with db.writing(config.database) as con:
+        result = _load(con, config, directory, progress)
+        progress("building models")
+        rebuild(con, config)
+    return result
+
+
+def rebuild_database(config: Config) -> None:
+    """Rebuild the models of the configured database from its raw tables (after a price change)."""
+    with db.writing(config.database) as con:
+        rebuild(con, config)
 
 
 def rebuild(con: duckdb.DuckDBPyConnection, config: Config) -> None:
@@ -72,25 +73,21 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     missing = [c for c in _REQUIRED[table] if c not in present]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
-    select = ", ".join(
-        f"TRY_CAST({_q(c)} AS {t}) AS {_q(c)}" if c in present else f"CAST(NULL AS {t}) AS {_q(c)}"
-        for c, t in types.items()
-    )
+    cast = {c: f"TRY_CAST({_q(c)} AS {t})" for c, t in types.items() if c in present}
+    not_null = [c for c in _REQUIRED[table] if c not in _NULLABLE.get(table, ())]
+    # one scan: values a cast would lose, then required values that are null (or lost)
+    checks = [(c, f"{_q(c)} IS NOT NULL AND {cast[c]} IS NULL",
+               "holds {n} value(s) that are not a valid {t} (NaN, infinite or out of range)") for c in cast]
+    checks += [(c, f"{cast[c]} IS NULL", "is missing (null/NaN) or not a valid {t} in {n} row(s)") for c in not_null]
+    counts = con.execute(
+        "SELECT " + ", ".join(f"count(*) FILTER (WHERE {cond})" for _, cond, _ in checks) + " FROM read_parquet(?)",
+        [str(path)],
+    ).fetchone()
+    for (c, _, what), n in zip(checks, counts):
+        if n:
+            raise DataError(f"{path}: {c} " + what.format(n=n, t=types[c]))
+    select = ", ".join(f"{cast[c]} AS {_q(c)}" if c in cast else f"CAST(NULL AS {t}) AS {_q(c)}" for c, t in types.items())
     con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM read_parquet(?)", [str(path)])
-    lost = ", ".join(
-        f"count(*) FILTER (WHERE {_q(c)} IS NOT NULL AND TRY_CAST({_q(c)} AS {t}) IS NULL) AS {_q(c)}"
-        for c, t in types.items() if c in present
-    )
-    counts = con.execute(f"SELECT {lost} FROM read_parquet(?)", [str(path)]).fetchone()
-    for c, bad in zip([c for c in types if c in present], counts):
-        if bad:
-            raise DataError(f"{path}: {c} holds {bad} value(s) that are not a valid {types[c]} (NaN, infinite or out of range)")
-    for c in _REQUIRED[table]:
-        if c in _NULLABLE.get(table, ()):
-            continue
-        bad = con.execute(f"SELECT count(*) FROM incoming_{table} WHERE {_q(c)} IS NULL").fetchone()[0]
-        if bad:
-            raise DataError(f"{path}: {c} is missing (null/NaN) or not a valid {types[c]} in {bad} row(s)")
 
 
 _REQUIRED = {
