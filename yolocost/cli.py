@@ -122,6 +122,43 @@ def demo(state: State, out_dir):
 
 
 @main.command()
+@click.option("--month", metavar="YYYY-MM", help="Calendar month in the configured time zone.")
+@click.option("--start", metavar="WHEN", help="Window start (ISO date/time; local time zone unless it has an offset).")
+@click.option("--end", metavar="WHEN", help="Window end, exclusive.")
+@pass_state
+def ingest(state: State, month, start, end):
+    """Pull one window of GPU metrics and job labels from Prometheus.
+
+    Aggregates dcgm-exporter series to the grain inside Prometheus, attributes each GPU
+    to its Kubernetes pod, Slurm job or yolocost_job_info job, and replaces the window in
+    the database in one transaction (a rerun gives the same marts; a killed run changes
+    nothing). A second ingest of the same database while one runs is refused.
+
+    \b
+    Example:
+      yolocost ingest --month 2026-10
+      yolocost ingest --start 2026-10-01 --end 2026-10-08
+    """
+    from .ingest import ingest as run_ingest, month_window, parse_instant
+
+    config = state.config
+    if month and (start or end):
+        raise YolocostError("give either --month or --start/--end, not both")
+    if month:
+        window = month_window(config, month)
+    elif start and end:
+        window = parse_instant(start, config, "--start"), parse_instant(end, config, "--end")
+    else:
+        raise YolocostError("give the window: --month YYYY-MM, or --start and --end")
+    result = run_ingest(config, *window, progress=state.log)
+    state.log(f"{result.requests} requests to Prometheus, {result.chunks_split} chunk(s) split")
+    click.echo(
+        f"Ingested {result.start:%Y-%m-%d %H:%M} to {result.end:%Y-%m-%d %H:%M} UTC into {config.database}: "
+        f"{result.usage_rows:,} usage rows, {result.jobs} jobs, {result.epochs} epochs"
+    )
+
+
+@main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @pass_state
 def load(state: State, directory):

@@ -68,6 +68,10 @@ class PrometheusConfig:
     insecure_skip_verify: bool = False
     timeout_seconds: float = 60.0
     retries: int = 3
+    scrape_interval_seconds: int = 30
+    selector: str = ""
+    chunk_hours: int = 24
+    concurrency: int = 4
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Labels:
     user: str = "user"
     model_type: str = "model_type"
     image_tag: str = "image_tag"
+    job_id: str = ""  # pod label naming the job (e.g. batch.kubernetes.io/job-name); "" = namespace/pod
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class Config:
     currency: str = "USD"
     database: Path = Path("yolocost.duckdb")
     grain_seconds: int = 300
+    utilization: str = "auto"
     retention_days: int = 90
     report_dir: Path = Path("reports")
     templates_dir: Path | None = None
@@ -117,6 +123,11 @@ class Config:
 
 
 # --------------------------------------------------------------------------- loading
+
+
+# PromQL label matchers: name op "value", comma separated
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*'
+_MATCHERS = rf"{_MATCHER}(,{_MATCHER})*"
 
 
 def find_config_path(explicit: str | Path | None) -> Path | None:
@@ -267,7 +278,7 @@ class _Parser:
         )
         cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
         database = self.table(data, "database", {"path"})
-        ingest = self.table(data, "ingest", {"grain_seconds", "retention_days"})
+        ingest = self.table(data, "ingest", {"grain_seconds", "retention_days", "utilization"})
         reports = self.table(data, "reports", {"output_dir", "templates_dir"})
         policy = self.table(data, "tag_policy", {"pattern"})
         pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
@@ -294,6 +305,16 @@ class _Parser:
                     "choose a grain that divides the offset",
                 )
 
+        utilization = self.get(ingest, "ingest", "utilization", self.string, "auto")
+        if utilization not in ("auto", "dev", "prof"):
+            raise self.fail("ingest.utilization", f"must be auto, dev or prof, got {utilization!r}")
+        prometheus = self.prometheus(data)
+        if grain % prometheus.scrape_interval_seconds:
+            raise self.fail(
+                "prometheus.scrape_interval_seconds",
+                f"{prometheus.scrape_interval_seconds} s does not divide the {grain} s grain",
+            )
+
         pattern = self.get(policy, "tag_policy", "pattern", self.string, DEFAULT_TAG_PATTERN)
         try:
             re.compile(pattern)
@@ -314,6 +335,7 @@ class _Parser:
             currency=currency,
             database=self.get(database, "database", "path", self.path, self.base / "yolocost.duckdb"),
             grain_seconds=grain,
+            utilization=utilization,
             retention_days=self.get(ingest, "ingest", "retention_days", self.positive_int, 90),
             report_dir=self.get(reports, "reports", "output_dir", self.path, self.base / "reports"),
             templates_dir=self.get(reports, "reports", "templates_dir", self.path, None),
@@ -323,7 +345,7 @@ class _Parser:
             energy_prices=self.energy_prices(data.get("energy_prices", [])),
             labels=self.labels(data),
             thresholds=self.thresholds(data),
-            prometheus=self.prometheus(data),
+            prometheus=prometheus,
         )
 
     def entries(self, value: Any, name: str) -> list[dict]:
@@ -395,7 +417,8 @@ class _Parser:
             data,
             prefix,
             {"url", "bearer_token_env", "bearer_token_file", "username", "password_env",
-             "password_file", "ca_file", "insecure_skip_verify", "timeout_seconds", "retries"},
+             "password_file", "ca_file", "insecure_skip_verify", "timeout_seconds", "retries",
+             "scrape_interval_seconds", "selector", "chunk_hours", "concurrency"},
         )
         url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
         if not re.match(r"^https?://[^/\s]+", url):
@@ -405,6 +428,9 @@ class _Parser:
         if (username is None) != (password is None):
             raise self.fail("prometheus.username", "basic auth needs both username and password_env/password_file")
         retries = self.get(tbl, prefix, "retries", lambda k, v: int(self.number(k, v, 0, 20)), 3)
+        selector = self.get(tbl, prefix, "selector", self.string, "")
+        if selector and not re.fullmatch(_MATCHERS, selector):
+            raise self.fail("prometheus.selector", f'must be label matchers such as cluster="prod", got {selector!r}')
         return PrometheusConfig(
             url=url.rstrip("/"),
             bearer_token=self.secret(tbl, prefix, "bearer_token"),
@@ -414,4 +440,8 @@ class _Parser:
             insecure_skip_verify=self.get(tbl, prefix, "insecure_skip_verify", self.boolean, False),
             timeout_seconds=self.get(tbl, prefix, "timeout_seconds", lambda k, v: self.number(k, v, 1, 3600), 60.0),
             retries=retries,
+            scrape_interval_seconds=self.get(tbl, prefix, "scrape_interval_seconds", self.positive_int, 30),
+            selector=selector,
+            chunk_hours=self.get(tbl, prefix, "chunk_hours", self.positive_int, 24),
+            concurrency=self.get(tbl, prefix, "concurrency", lambda k, v: int(self.number(k, v, 1, 32)), 4),
         )

@@ -87,3 +87,29 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
             "INSERT INTO energy_prices VALUES (?, ?)",
             [(e.effective_from, e.price_per_kwh) for e in config.energy_prices],
         )
+
+
+@contextlib.contextmanager
+def exclusive(path: Path | str, what: str) -> Iterator[None]:
+    """Hold `<database>.lock` for a whole ingest or monthly run: a second one is refused.
+
+    The lock is an flock on an open file, so the kernel drops it when the process dies,
+    even by SIGKILL: no stale lock to clean up."""
+    import fcntl
+    import os
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(path.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise YolocostError(f"{path}: another yolocost run holds {lock.name} ({holder}); wait for it to finish") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
+        yield
+    finally:
+        os.close(fd)

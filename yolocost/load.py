@@ -112,24 +112,48 @@ def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progr
             progress(f"reading {name}")
             _stage(con, table, path)
             staged.append(table)
-    _check_usage(con, config, directory / RAW_FILES["gpu_usage"][0])
-    _check_side_tables(con, directory, staged)
-
-    start, end, rows = con.execute(
-        f"SELECT min(interval_start), max(interval_start) + to_seconds({config.grain_seconds}), count(*) "
-        "FROM incoming_gpu_usage"
+    start, end = con.execute(
+        f"SELECT min(interval_start), max(interval_start) + to_seconds({config.grain_seconds}) FROM incoming_gpu_usage"
     ).fetchone()
-    progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
-    con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?", [start, end])
+    return replace_window(
+        con, config, staged, start, end, source=f"parquet:{directory.name}",
+        where=lambda table: str(directory / RAW_FILES[table][0]), progress=progress,
+    )
+
+
+def replace_window(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    staged: list[str],
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    *,
+    source: str,
+    where: Callable[[str], str],
+    progress: Progress,
+    progress_by_window: bool = False,
+) -> LoadResult:
+    """Check the staged `incoming_<table>` rows, then make them the window's contents.
+
+    Usage rows in [start, end) are replaced; job and result rows by job id; progress rows by
+    job id (a file holds whole jobs) or, for an ingest, by epoch end time in the window."""
+    _check_usage(con, config, where("gpu_usage"))
+    _check_side_tables(con, where, staged)
+    rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+    if start is not None:
+        progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
+        con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?", [start, end])
     con.execute("INSERT INTO gpu_usage SELECT * FROM incoming_gpu_usage")
     for table in ("jobs", "training_progress", "job_results"):
-        if table in staged:
+        if table not in staged:
+            continue
+        if table == "training_progress" and progress_by_window:
+            con.execute("DELETE FROM training_progress WHERE ts >= ? AND ts < ?", [start, end])
+        else:
             con.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM incoming_{table})")
-            con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
+        con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
     jobs = con.execute("SELECT count(*) FROM incoming_jobs").fetchone()[0] if "jobs" in staged else 0
-    con.execute(
-        "INSERT INTO loads VALUES (now(), ?, ?, ?, ?)", [f"parquet:{directory.name}", start, end, rows]
-    )
+    con.execute("INSERT INTO loads VALUES (now(), ?, ?, ?, ?)", [source, start, end, rows])
     for table in staged:
         con.execute(f"DROP TABLE incoming_{table}")
     return LoadResult(rows, jobs, start, end)
@@ -139,7 +163,7 @@ def _first(con: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
     return con.execute(sql).fetchone()
 
 
-def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: Path) -> None:
+def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: str) -> None:
     """Refuse usage rows that would silently give a wrong number."""
     grain = config.grain_seconds
     checks = [
@@ -205,13 +229,13 @@ _SIDE_TABLE_CHECKS = (
 )
 
 
-def _check_side_tables(con: duckdb.DuckDBPyConnection, directory: Path, staged: list[str]) -> None:
+def _check_side_tables(con: duckdb.DuckDBPyConnection, where: Callable[[str], str], staged: list[str]) -> None:
     """Refuse duplicate, NaN or out-of-range rows in the job, result and progress files."""
     for table, sql, what in _SIDE_TABLE_CHECKS:
         if table in staged:
             row = _first(con, sql + " LIMIT 1")
             if row:
-                raise DataError(f"{directory / RAW_FILES[table][0]}: {what(row)}")
+                raise DataError(f"{where(table)}: {what(row)}")
 
 
 def check_priced(con: duckdb.DuckDBPyConnection, config: Config) -> None:

@@ -21,8 +21,11 @@ CREATE TABLE IF NOT EXISTS gpu_usage (
     seconds_idle    DECIMAL(12, 6) NOT NULL,
     mem_peak_mib    DOUBLE,
     power_mean_w    DOUBLE,
-    energy_mj       BIGINT
+    energy_mj       BIGINT,
+    energy_power_mj BIGINT
 );
+-- files created before the power-based energy cross-check existed
+ALTER TABLE gpu_usage ADD COLUMN IF NOT EXISTS energy_power_mj BIGINT;
 
 -- jobs: one row per job (a training run, a pod or a Slurm job) with its accounting labels.
 -- project NULL = unlabeled (reported as its own bucket, never dropped).

@@ -1,0 +1,185 @@
+"""Who held a GPU and what the job was: label sets from Prometheus -> owners and job rows.
+
+The rules are those of docs/prometheus-inputs.md: Slurm's `hpc_job`, Kubernetes pod labels
+in any of the exporter's three spellings, or `yolocost_job_info`; job labels from
+`kube_pod_labels` / `kube_pod_container_info`, labels copied onto the dcgm series, or the
+job-info series.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .config import Labels
+from .promql import JOB_INFO_MARK
+
+Pod = tuple[str, str]  # (namespace, pod)
+
+
+def sanitize(key: str) -> str:
+    """A Kubernetes label key as kube-state-metrics and dcgm-exporter spell it."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+@dataclass(frozen=True)
+class GpuIdentity:
+    gpu_uuid: str
+    hostname: str
+    gpu_index: int | None
+    gpu_model: str
+    mig_profile: str | None
+
+
+def gpu_of(labels: dict[str, str]) -> GpuIdentity | None:
+    """The GPU (or MIG instance) a series describes; None when it names no GPU."""
+    uuid = labels.get("UUID")
+    if not uuid:
+        return None
+    instance = labels.get("GPU_I_ID", "")
+    gpu = labels.get("gpu", "")
+    return GpuIdentity(
+        gpu_uuid=f"{uuid}/{instance}" if instance else uuid,
+        hostname=labels.get("Hostname") or labels.get("hostname") or "(unknown)",
+        gpu_index=int(gpu) if gpu.isdigit() else None,
+        gpu_model=labels.get("modelName") or "(unknown)",
+        mig_profile=labels.get("GPU_I_PROFILE") or None,
+    )
+
+
+def pod_of(labels: dict[str, str], exported_jobs: frozenset[str]) -> tuple[Pod, str] | None:
+    """(namespace, pod) and container of the pod holding the series' GPU, if any."""
+    if labels.get("exported_pod"):
+        return (labels.get("exported_namespace", ""), labels["exported_pod"]), labels.get("exported_container", "")
+    if labels.get("job") in exported_jobs:  # the series' own pod label names the exporter
+        return None
+    if labels.get("pod_name"):
+        return (labels.get("pod_namespace", ""), labels["pod_name"]), labels.get("container_name", "")
+    if labels.get("pod"):
+        return (labels.get("namespace", ""), labels["pod"]), labels.get("container", "")
+    return None
+
+
+@dataclass
+class JobLabels:
+    """What is known about one job; later sources fill only what is still missing."""
+
+    project: str | None = None
+    user_name: str | None = None
+    model_type: str | None = None
+    image_tag: str | None = None
+    image_digest: str | None = None
+    tag_known: bool = False  # image_tag was set by a source (it may be None = digest-only)
+    gpu_request: int | None = None
+    epochs: int | None = None
+    imgsz: int | None = None
+    batch: int | None = None
+
+    def fill(self, **values) -> None:
+        for key, value in values.items():
+            if value is not None and getattr(self, key) is None:
+                setattr(self, key, value)
+
+
+def parse_image(image: str) -> tuple[str | None, str | None]:
+    """(tag, digest) of an image reference: repo:tag, repo@sha256:..., repo (= latest)."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else None
+    if tag is None and not digest:
+        tag = "latest"
+    return tag, digest or None
+
+
+def digest_of(image_id: str) -> str | None:
+    match = re.search(r"sha256:[0-9a-f]{64}", image_id or "")
+    return match.group(0) if match else None
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+@dataclass
+class Attribution:
+    """Owner resolution for one ingest, from the label sets of the window."""
+
+    labels: Labels
+    exported_jobs: frozenset[str] = frozenset()
+    pod_labels: dict[Pod, dict[str, str]] = field(default_factory=dict)
+    containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)
+    job_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    jobs: dict[str, JobLabels] = field(default_factory=dict)
+
+    def add_pod_labels(self, series: list[dict[str, str]]) -> None:
+        for s in series:
+            self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}).update(s)
+
+    def add_container_info(self, series: list[dict[str, str]]) -> None:
+        for s in series:
+            pod = (s.get("namespace", ""), s.get("pod", ""))
+            self.containers.setdefault(pod, {})[s.get("container", "")] = s
+
+    def add_job_info(self, series: list[dict[str, str]]) -> None:
+        for s in sorted(series, key=lambda s: sorted(s.items())):
+            if s.get("job_id"):
+                self.job_info.setdefault(s["job_id"], {}).update(s)
+
+    def owner(self, labels: dict[str, str]) -> str | None:
+        """The job id holding the series' GPU, None when unallocated; records the job's labels."""
+        if labels.get(JOB_INFO_MARK) == "job_info":
+            job_id = labels.get("job_id") or None
+            if job_id:
+                self._from_job_info(job_id, labels)
+            return job_id
+        if labels.get("hpc_job"):
+            job_id = labels["hpc_job"]
+            self._from_job_info(job_id, self.job_info.get(job_id, {}))
+            return job_id
+        found = pod_of(labels, self.exported_jobs)
+        if found is None:
+            return None
+        pod, container = found
+        return self._from_pod(pod, container, labels)
+
+    def _key(self, name: str) -> str:
+        return getattr(self.labels, name)
+
+    def _from_job_info(self, job_id: str, series: dict[str, str]) -> None:
+        s = {**self.job_info.get(job_id, {}), **series}
+        job = self.jobs.setdefault(job_id, JobLabels())
+        get = lambda name: s.get(self._key(name)) or None  # noqa: E731
+        job.fill(project=get("project"), user_name=get("user"), model_type=get("model_type"),
+                 image_digest=s.get("image_digest") or None, gpu_request=_int(s.get("gpu_request")),
+                 epochs=_int(s.get("epochs")), imgsz=_int(s.get("imgsz")), batch=_int(s.get("batch")))
+        if not job.tag_known and s:
+            # Prometheus cannot tell an empty label from a missing one (docs/prometheus-inputs.md)
+            tag = get("image_tag")
+            job.image_tag = tag if tag is not None else (None if job.image_digest else "")
+            job.tag_known = True
+
+    def _from_pod(self, pod: Pod, container: str, series: dict[str, str]) -> str:
+        kube = self.pod_labels.get(pod, {})
+
+        def label(name: str) -> str | None:
+            key = sanitize(self._key(name)) if self._key(name) else ""
+            if not key:
+                return None
+            return kube.get(f"label_{key}") or series.get(key) or None
+
+        job_id = label("job_id") or f"{pod[0]}/{pod[1]}"
+        job = self.jobs.setdefault(job_id, JobLabels())
+        job.fill(project=label("project"), user_name=label("user"), model_type=label("model_type"))
+        if not job.tag_known:
+            infos = self.containers.get(pod, {})
+            info = infos.get(container) or (infos[min(infos)] if infos else None)
+            tag = digest = None
+            if info is not None:
+                tag, _ = parse_image(info.get("image", ""))
+                digest = digest_of(info.get("image_id", "")) or parse_image(info.get("image", ""))[1]
+            own = label("image_tag")
+            if own is not None or info is not None:
+                job.image_tag = own if own is not None else tag
+                job.image_digest = job.image_digest or digest
+                job.tag_known = True
+        return job_id

@@ -1,0 +1,464 @@
+"""`yolocost ingest`: one time window from Prometheus into the raw tables, atomically.
+
+Everything is fetched first (grain-level points only, see promql.py), assembled into raw
+rows in memory, and then written in one transaction that replaces the window and rebuilds
+the models. A kill at any point leaves the database as it was; a lock file keeps a second
+ingest of the same database out while one runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+from zoneinfo import ZoneInfo
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from . import db, promql
+from .attribution import Attribution, gpu_of
+from .config import Config
+from .errors import DataError, YolocostError
+from .load import rebuild, replace_window
+from .promclient import PrometheusClient, PrometheusError, QueryTooBig
+
+Progress = Callable[[str], None]
+UTC = dt.timezone.utc
+MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
+TRAINING_SLACK = 3600  # progress series are read this long past the window end
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    start: dt.datetime
+    end: dt.datetime
+    usage_rows: int
+    jobs: int
+    epochs: int
+    requests: int
+    chunks_split: int
+
+
+def month_window(config: Config, month: str) -> tuple[dt.datetime, dt.datetime]:
+    """[first, next first) of a calendar month in the configured time zone, as UTC instants."""
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month or ""):
+        raise YolocostError(f"--month must read YYYY-MM, got {month!r}")
+    tz = ZoneInfo(config.timezone)
+    y, m = int(month[:4]), int(month[5:])
+    start = dt.datetime(y, m, 1, tzinfo=tz)
+    end = dt.datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=tz)
+    return start.astimezone(UTC), end.astimezone(UTC)
+
+
+def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
+    """An ISO date or date-time; without an offset it is read in the configured time zone."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise YolocostError(f"{what} must be an ISO date or date-time such as 2026-10-01T00:00, got {text!r}") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=ZoneInfo(config.timezone))
+    return value.astimezone(UTC)
+
+
+def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progress = lambda _: None,
+           now: dt.datetime | None = None) -> IngestResult:
+    """Fetch [start, end) from Prometheus and make it the database's contents for that window."""
+    grain = config.grain_seconds
+    s, e = int(start.timestamp()), int(end.timestamp())
+    if s % grain or e % grain:
+        raise YolocostError(f"the window must start and end on the {grain} s grain, got {start:%Y-%m-%dT%H:%M:%SZ} "
+                            f"to {end:%Y-%m-%dT%H:%M:%SZ}")
+    if e <= s:
+        raise YolocostError("the window is empty: --end must be after --start")
+    current = int((now or dt.datetime.now(UTC)).timestamp())
+    if s >= current:
+        raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
+    e_fetch = min(e, (current // grain) * grain)  # the part that has happened
+    with db.exclusive(config.database, "ingest"):
+        client = PrometheusClient(config.prometheus)
+        try:
+            fetcher = _Fetcher(config, client, progress)
+            fetched = fetcher.run(s, e_fetch)
+        finally:
+            client.close()
+        progress("writing to the database")
+        with db.writing(config.database) as con:
+            rows, jobs, epochs = _stage(con, config, fetched, s, e)
+            _job_times(con, config, fetched.jobs, s, e)
+            replace_window(
+                con, config, ["gpu_usage", "jobs", "training_progress", "job_results"],
+                start, end, source=f"prometheus:{fetcher.where}", where=lambda t: f"ingest from {fetcher.where}",
+                progress=progress, progress_by_window=True,
+            )
+            _set_job_times(con)
+            progress("building models")
+            rebuild(con, config)
+    return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
+
+
+@dataclass
+class _Fetched:
+    usage: pa.Table
+    jobs: pa.Table
+    progress: pa.Table
+    results: pa.Table
+
+
+class _Fetcher:
+    """Runs the window's queries against one server and turns the answers into raw rows."""
+
+    def __init__(self, config: Config, client: PrometheusClient, progress: Progress):
+        self.config, self.client, self.say = config, client, progress
+        self.where = client.where
+        self.requests = 0
+        self.splits = 0
+
+    # ---- discovery
+    def _series(self, metric: str, start: int, end: int) -> list[dict[str, str]]:
+        self.requests += 1
+        return self.client.series(self.queries.selector_for(metric), start, end)
+
+    def run(self, start: int, end: int) -> _Fetched:
+        cfg = self.config
+        info = self.client.buildinfo()
+        self.requests += 1
+        self.queries = promql.GrainQueries(
+            scrape=cfg.prometheus.scrape_interval_seconds, grain=cfg.grain_seconds,
+            busy=cfg.thresholds.busy_util_percent, idle=cfg.thresholds.idle_util_percent,
+            utilization=cfg.utilization, selector=cfg.prometheus.selector, left_open=info.left_open_ranges,
+        )
+        self.say(f"Prometheus {info.version} at {self.where}: reading series of the window")
+        util_series = []
+        for metric in {"dev": [promql.UTIL_DEV], "prof": [promql.UTIL_PROF]}.get(
+                cfg.utilization, [promql.UTIL_DEV, promql.UTIL_PROF]):
+            util_series += self._series(metric, start, end)
+        if not util_series:
+            which = {"dev": promql.UTIL_DEV, "prof": promql.UTIL_PROF}.get(
+                cfg.utilization, f"{promql.UTIL_DEV} or {promql.UTIL_PROF}")
+            raise DataError(
+                f"Prometheus at {self.where} holds no {which} series{self._matching()} between "
+                f"{_iso(start)} and {_iso(end)}; is dcgm-exporter scraped there?"
+            )
+        for metric in (promql.FB_USED, promql.POWER, promql.ENERGY):
+            if not self._series(metric, start, end):
+                raise DataError(
+                    f"Prometheus at {self.where} holds GPU utilization but no {metric} series{self._matching()} "
+                    f"between {_iso(start)} and {_iso(end)}; enable it in dcgm-exporter's counters file"
+                )
+        exported = frozenset(s.get("job", "") for s in util_series if s.get("exported_pod"))
+        self.queries = promql.GrainQueries(**{**self.queries.__dict__, "exported_jobs": tuple(sorted(exported))})
+        attribution = Attribution(self.config.labels, exported_jobs=exported)
+        attribution.add_pod_labels(self._series(promql.POD_LABELS, start, end))
+        attribution.add_container_info(self._series(promql.CONTAINER_INFO, start, end))
+        attribution.add_job_info(self._series(promql.JOB_INFO, start, end))
+        self._check_scrape_interval(start, end)
+
+        points = self._grain_points(start, end)
+        usage = self._usage(points, attribution)
+        progress_rows, results = self._training(start, end)
+        jobs = self._jobs(attribution, usage, results)
+        return _Fetched(usage, jobs, progress_rows, results)
+
+    def _matching(self) -> str:
+        sel = self.config.prometheus.selector
+        return f" matching {{{sel}}}" if sel else ""
+
+    def _check_scrape_interval(self, start: int, end: int) -> None:
+        """A slower scrape than configured would undercount present seconds: refuse it."""
+        scrape = self.config.prometheus.scrape_interval_seconds
+        at = min(end, start + 6 * 3600)
+        self.requests += 1
+        result = self.client.query(self.queries.samples_per_hour(), at)
+        if result:
+            per_hour = float(result[0]["value"][1])
+            if per_hour > 0 and 3600 / per_hour > scrape * 1.5:
+                raise DataError(
+                    f"dcgm series at {self.where} hold about one sample every {3600 / per_hour:.0f} s, but "
+                    f"[prometheus] scrape_interval_seconds is {scrape}; set it to the scrape interval"
+                )
+
+    # ---- grain points, chunk by chunk
+    def _chunks(self, start: int, end: int) -> deque:
+        grain = self.config.grain_seconds
+        size = min(self.config.prometheus.chunk_hours * 3600, (MAX_POINTS - 1) * grain)
+        size = max(grain, size // grain * grain)
+        return deque((a, min(a + size, end)) for a in range(start, end, size))
+
+    def _grain_points(self, start: int, end: int) -> dict[str, list]:
+        queries = self.queries.grain_queries()
+        grain = self.config.grain_seconds
+        pending = self._chunks(start, end)
+        total = end - start
+        done = 0
+        out: dict[str, list] = {name: [] for name in queries}
+        with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
+            while pending:
+                a, b = pending.popleft()
+                futures = {name: pool.submit(self.client.query_range, q, a + grain, b, grain)
+                           for name, q in queries.items()}
+                answers, too_big = {}, None
+                for name, fut in futures.items():
+                    try:
+                        answers[name] = fut.result()
+                    except QueryTooBig as exc:
+                        too_big = exc
+                self.requests += len(futures)
+                if too_big is not None:
+                    if b - a <= grain:
+                        raise PrometheusError(
+                            f"{too_big}; even a single {grain} s interval is too much for this server "
+                            "(raise its --query.max-samples or --query.timeout, or [prometheus] timeout_seconds)"
+                        ) from None
+                    mid = a + (b - a) // grain // 2 * grain
+                    pending.extendleft([(mid, b), (a, mid)])
+                    self.splits += 1
+                    self.say(f"server refused {_iso(a)}..{_iso(b)} ({too_big.__class__.__name__}): splitting it")
+                    continue
+                for name, result in answers.items():
+                    out[name].extend(result)
+                done += b - a
+                self.say(f"fetched {_iso(a)}..{_iso(b)} ({100 * done / total:.0f}%)")
+        return out
+
+    def _usage(self, points: dict[str, list], attribution: Attribution) -> pa.Table:
+        """Grain rows per GPU x owner x interval from the per-series query answers."""
+        ids: dict[tuple, int] = {}
+        owners: list[tuple] = []
+        columns = {}
+        for name, series in points.items():
+            sid, ts, val = [], [], []
+            for s in series:
+                key = tuple(sorted(s["metric"].items()))
+                n = ids.get(key)
+                if n is None:
+                    n = ids[key] = len(ids)
+                    labels = dict(key)
+                    gpu = gpu_of(labels)
+                    owners.append((n, gpu, attribution.owner(labels) if gpu else None))
+                values = s["values"]
+                sid.append(np.full(len(values), n, np.int64))
+                ts.append(np.fromiter((v[0] for v in values), np.float64, len(values)))
+                val.append(np.array([v[1] for v in values], dtype=np.float64))
+            cat = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
+            columns[name] = pa.table({"sid": cat(sid, np.int64), "ts": np.rint(cat(ts, np.float64)).astype(np.int64),
+                                      "value": cat(val, np.float64)})
+        keep = [(n, g, o) for n, g, o in owners if g is not None]
+        series_map = pa.table({
+            "sid": pa.array([n for n, _, _ in keep], pa.int64()),
+            "gpu_uuid": [g.gpu_uuid for _, g, _ in keep],
+            "hostname": [g.hostname for _, g, _ in keep],
+            "gpu_index": pa.array([g.gpu_index for _, g, _ in keep], pa.int32()),
+            "gpu_model": [g.gpu_model for _, g, _ in keep],
+            "mig_profile": pa.array([g.mig_profile for _, g, _ in keep], pa.string()),
+            "job_id": pa.array([o for _, _, o in keep], pa.string()),
+        })
+        return _assemble(columns, series_map, self.config)
+
+    # ---- training progress and results
+    def _last_values(self, metric: str, start: int, end: int) -> list[dict]:
+        """The last value of each series of a sparse metric in [start, end], a day per point."""
+        step = 86400
+        first = start + step
+        out: dict[tuple, tuple[float, str]] = {}
+        while True:
+            try:
+                self.requests += 1
+                result = self.client.query_range(self.queries.last_values(metric, step), first, end + step, step)
+                break
+            except QueryTooBig:
+                if step <= 3600:
+                    raise
+                step //= 4
+                first = start + step
+        for s in result:
+            key = tuple(sorted(s["metric"].items()))
+            for t, v in s["values"]:
+                if key not in out or t >= out[key][0]:
+                    out[key] = (t, v)
+        return [{"metric": dict(k), "value": float(v)} for k, (t, v) in out.items()]
+
+    def _training(self, start: int, end: int) -> tuple[pa.Table, pa.Table]:
+        self.say("reading training progress")
+        horizon = end + TRAINING_SLACK
+        ends = {}
+        for s in self._last_values(promql.EPOCH_END, start, horizon):
+            m = s["metric"]
+            epoch = m.get("epoch", "")
+            if m.get("job_id") and epoch.isdigit() and math.isfinite(s["value"]):
+                ends[(m["job_id"], int(epoch))] = s["value"]
+        rows = {"job_id": [], "ts": [], "epoch": [], "metric": [], "value": []}
+        for s in self._last_values(promql.EPOCH_METRIC, start, horizon):
+            m = s["metric"]
+            epoch = m.get("epoch", "")
+            key = (m.get("job_id", ""), int(epoch) if epoch.isdigit() else -1)
+            when = ends.get(key)
+            if when is None or not (start <= when < end) or not m.get("name"):
+                continue
+            rows["job_id"].append(key[0])
+            rows["ts"].append(dt.datetime.fromtimestamp(when, UTC))
+            rows["epoch"].append(key[1])
+            rows["metric"].append(m["name"])
+            rows["value"].append(s["value"] if math.isfinite(s["value"]) else None)
+        progress = pa.table({
+            "job_id": pa.array(rows["job_id"], pa.string()),
+            "ts": pa.array(rows["ts"], pa.timestamp("us", "UTC")),
+            "epoch": pa.array(rows["epoch"], pa.int32()),
+            "metric": pa.array(rows["metric"], pa.string()),
+            "value": pa.array(rows["value"], pa.float64()),
+        })
+        results: dict[str, dict[str, float]] = {}
+        for s in self._last_values(promql.JOB_RESULT, start, horizon):
+            m = s["metric"]
+            if m.get("job_id") and m.get("name") in ("map50", "map50_95", "best_epoch"):
+                results.setdefault(m["job_id"], {})[m["name"]] = s["value"]
+        ids = sorted(results)
+        best = [results[j].get("best_epoch") for j in ids]
+        table = pa.table({
+            "job_id": pa.array(ids, pa.string()),
+            "map50": pa.array([results[j].get("map50") for j in ids], pa.float64()),
+            "map50_95": pa.array([results[j].get("map50_95") for j in ids], pa.float64()),
+            "best_epoch": pa.array([int(b) if b is not None and math.isfinite(b) else None for b in best], pa.int32()),
+        })
+        return progress, table
+
+    def _jobs(self, attribution: Attribution, usage: pa.Table, results: pa.Table) -> pa.Table:
+        con = duckdb.connect()
+        con.register("usage", usage)
+        per_job = con.execute(
+            "SELECT job_id, mode(gpu_model), max(gpus) FROM (SELECT job_id, interval_start, any_value(gpu_model) "
+            "AS gpu_model, count(DISTINCT gpu_uuid) AS gpus FROM usage WHERE job_id IS NOT NULL GROUP BY ALL) "
+            "GROUP BY job_id ORDER BY job_id"
+        ).fetchall()
+        con.close()
+        cols = {k: [] for k in ("job_id", "cluster", "project", "user_name", "model_type", "image_tag",
+                                "image_digest", "gpu_request", "gpu_model", "start_time", "end_time",
+                                "epochs", "imgsz", "batch")}
+        for job_id, model, gpus in per_job:
+            j = attribution.jobs.get(job_id)
+            values = dict(job_id=job_id, cluster=self.config.cluster, gpu_model=model, start_time=None, end_time=None)
+            if j is not None:
+                values.update(project=j.project, user_name=j.user_name, model_type=j.model_type,
+                              image_tag=j.image_tag, image_digest=j.image_digest,
+                              gpu_request=j.gpu_request or gpus, epochs=j.epochs, imgsz=j.imgsz, batch=j.batch)
+            else:
+                values["gpu_request"] = gpus
+            for k in cols:
+                cols[k].append(values.get(k))
+        int_cols = {"gpu_request", "epochs", "imgsz", "batch"}
+        ts_cols = {"start_time", "end_time"}
+        return pa.table({
+            k: pa.array(v, pa.int32() if k in int_cols else pa.timestamp("us", "UTC") if k in ts_cols else pa.string())
+            for k, v in cols.items()
+        })
+
+
+def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config) -> pa.Table:
+    """Join the per-query points and fold series into GPU x owner x interval rows.
+
+    Seconds are rounded to the microsecond cumulatively over a GPU-interval's owners, so
+    shared samples (1/3 each, ...) still add up exactly to the GPU's seconds."""
+    scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
+    con = duckdb.connect()
+    try:
+        for name, table in columns.items():
+            con.register(f"q_{name}", table)
+        con.register("series_map", series_map)
+        joins = " ".join(f"LEFT JOIN q_{n} AS {n} USING (sid, ts)" for n in columns if n != "samples")
+        picks = ", ".join(f"{n}.value AS {n}" for n in columns if n != "samples")
+        return con.execute(f"""
+            WITH points AS (
+                SELECT sid, ts, samples.value AS samples, {picks}
+                FROM q_samples AS samples {joins}
+                WHERE samples.value > 0
+            ),
+            owned AS (
+                SELECT to_timestamp(p.ts - {grain}) AS interval_start, m.gpu_uuid, m.job_id,
+                       any_value(m.hostname) AS hostname, any_value(m.gpu_index) AS gpu_index,
+                       any_value(m.gpu_model) AS gpu_model, any_value(m.mig_profile) AS mig_profile,
+                       sum(samples) AS samples, sum(coalesce(busy, 0)) AS busy, sum(coalesce(idle, 0)) AS idle,
+                       sum(coalesce(util, 0)) AS util, max(mem_peak) AS mem_peak, sum(power) AS power,
+                       sum(coalesce(energy, 0)) AS energy, sum(power_energy) AS power_energy
+                FROM points AS p JOIN series_map AS m USING (sid)
+                GROUP BY ALL
+            ),
+            rounded AS (
+                SELECT *,
+                    round(sum(samples) OVER w * {scrape}, 6)::DECIMAL(18, 6)
+                    - coalesce(round(sum(samples) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                                     * {scrape}, 6)::DECIMAL(18, 6), 0) AS seconds
+                FROM owned
+                WINDOW w AS (PARTITION BY gpu_uuid, interval_start ORDER BY job_id NULLS FIRST)
+            )
+            SELECT interval_start, '{config.cluster.replace("'", "''")}' AS cluster, hostname, gpu_uuid, gpu_index,
+                   gpu_model, mig_profile, job_id,
+                   seconds::DECIMAL(12, 6) AS seconds_present,
+                   least(greatest(util / samples, 0), 100) AS util_mean,
+                   least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS seconds_busy,
+                   least(round(idle * {scrape}, 6)::DECIMAL(12, 6),
+                         seconds - least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds)) AS seconds_idle,
+                   mem_peak AS mem_peak_mib, round(power / samples, 3) AS power_mean_w,
+                   round(energy)::BIGINT AS energy_mj,
+                   round(power_energy * {scrape} * 1000)::BIGINT AS energy_power_mj
+            FROM rounded
+            WHERE seconds > 0
+            ORDER BY interval_start, gpu_uuid, job_id NULLS FIRST
+        """).to_arrow_table()
+    finally:
+        con.close()
+
+
+def _stage(con: duckdb.DuckDBPyConnection, config: Config, f: _Fetched, start: int, end: int) -> tuple[int, int, int]:
+    """The fetched rows as incoming_<table> temp tables shaped like the raw tables."""
+    for table, data in (("gpu_usage", f.usage), ("jobs", f.jobs), ("training_progress", f.progress),
+                        ("job_results", f.results)):
+        con.register("fetched", data)
+        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+        present = set(data.column_names)
+        select = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in cols)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT * FROM {table} LIMIT 0")
+        con.execute(f"INSERT INTO incoming_{table} SELECT {select} FROM fetched")
+        con.unregister("fetched")
+    return f.usage.num_rows, f.jobs.num_rows, len(set(zip(f.progress["job_id"].to_pylist(),
+                                                          f.progress["epoch"].to_pylist())))
+
+
+def _job_times(con: duckdb.DuckDBPyConnection, config: Config, jobs: pa.Table, window_start: int,
+               window_end: int) -> None:
+    """First and last interval of the incoming jobs over all usage (stored outside the window
+    plus incoming); no end while the job still holds a GPU at the end of all data."""
+    con.register("incoming_job_ids", jobs.select(["job_id"]))
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE incoming_job_times AS
+        WITH kept AS (
+            SELECT job_id, interval_start FROM gpu_usage
+            WHERE interval_start < to_timestamp({window_start}) OR interval_start >= to_timestamp({window_end})
+            UNION ALL SELECT job_id, interval_start FROM incoming_gpu_usage
+        ),
+        data_end AS (SELECT greatest(max(interval_start), to_timestamp({window_end}) - to_seconds({config.grain_seconds}))
+                     AS last FROM kept)
+        SELECT job_id, min(interval_start) AS first,
+               CASE WHEN max(interval_start) >= (SELECT last FROM data_end) THEN NULL
+                    ELSE max(interval_start) + to_seconds({config.grain_seconds}) END AS last
+        FROM kept WHERE job_id IN (SELECT job_id FROM incoming_job_ids)
+        GROUP BY job_id
+    """)
+    con.unregister("incoming_job_ids")
+
+
+def _set_job_times(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+        UPDATE jobs SET start_time = t.first, end_time = t.last
+        FROM incoming_job_times AS t WHERE jobs.job_id = t.job_id
+    """)
+    con.execute("DROP TABLE incoming_job_times")
+
+
+def _iso(epoch: int) -> str:
+    return dt.datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%MZ")

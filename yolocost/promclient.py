@@ -1,0 +1,170 @@
+"""A small Prometheus HTTP API client that tells the ingest *why* a query failed.
+
+prometheus-api-client folds every failure into one exception string; the ingest needs the
+API's `errorType` to react (split a chunk on "too many samples" or a timeout, stop on bad
+credentials), so this module talks to the API with requests and maps each failure to a
+one-line error. Credentials go into the session's headers, never into a message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import requests
+
+from .config import PrometheusConfig
+from .errors import YolocostError
+
+
+class PrometheusError(YolocostError):
+    """Prometheus could not be reached or refused a request."""
+
+
+class QueryTooBig(PrometheusError):
+    """The server refused a query as too large (samples, points) or too slow: split it."""
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    version: str
+
+    @property
+    def left_open_ranges(self) -> bool:
+        """Prometheus 3 made range selectors left-open; 2.x ranges include both ends."""
+        major = self.version.split(".", 1)[0]
+        return major.isdigit() and int(major) >= 3
+
+
+def _display(url: str) -> str:
+    """The server URL without any user:password part."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}"
+
+
+class PrometheusClient:
+    """GET/POST against /api/v1 with retries (exponential backoff) for transient failures."""
+
+    def __init__(self, config: PrometheusConfig, sleep: Callable[[float], None] = time.sleep):
+        self.config = config
+        self.where = _display(config.url)
+        self._sleep = sleep
+        s = requests.Session()
+        if config.bearer_token is not None:
+            s.headers["Authorization"] = f"Bearer {config.bearer_token}"
+        if config.username is not None and config.password is not None:
+            s.auth = (config.username, str(config.password))
+        if config.insecure_skip_verify:
+            s.verify = False
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        elif config.ca_file is not None:
+            s.verify = str(config.ca_file)
+        self.session = s
+
+    def close(self) -> None:
+        self.session.close()
+
+    # ---- API calls
+    def buildinfo(self) -> BuildInfo:
+        try:
+            data = self._call("GET", "/api/v1/status/buildinfo", {})
+        except PrometheusError as exc:
+            if "HTTP 404" in str(exc):  # some compatible servers lack it: assume 2.x semantics
+                return BuildInfo("unknown")
+            raise
+        return BuildInfo(str(data.get("version", "unknown")))
+
+    def query(self, promql: str, at: float) -> list[dict]:
+        return self._call("POST", "/api/v1/query", {"query": promql, "time": _ts(at)})["result"]
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict]:
+        params = {"query": promql, "start": _ts(start), "end": _ts(end), "step": _ts(step)}
+        return self._call("POST", "/api/v1/query_range", params)["result"]
+
+    def series(self, match: str, start: float, end: float) -> list[dict]:
+        return self._call("POST", "/api/v1/series", {"match[]": match, "start": _ts(start), "end": _ts(end)})
+
+    # ---- transport
+    def _call(self, method: str, path: str, params: dict) -> Any:
+        attempts = self.config.retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._once(method, path, params)
+            except _Transient as exc:
+                if attempt + 1 == attempts:
+                    raise PrometheusError(f"{exc} (after {attempts} attempt(s))") from None
+                self._sleep(min(0.5 * 2**attempt, 30.0))
+        raise AssertionError("unreachable")
+
+    def _once(self, method: str, path: str, params: dict) -> Any:
+        url = self.config.url + path
+        try:
+            if method == "GET":
+                r = self.session.get(url, params=params, timeout=self.config.timeout_seconds)
+            else:
+                r = self.session.post(url, data=params, timeout=self.config.timeout_seconds)
+        except requests.exceptions.SSLError as exc:
+            raise PrometheusError(f"TLS error talking to Prometheus at {self.where}: {_first(exc)}") from None
+        except requests.exceptions.Timeout:
+            raise QueryTooBig(
+                f"Prometheus at {self.where} did not answer within {self.config.timeout_seconds:g} s"
+            ) from None
+        except requests.exceptions.ConnectionError as exc:
+            raise _Transient(f"cannot reach Prometheus at {self.where}: {_reason(exc)}") from None
+        return self._decode(r)
+
+    def _decode(self, r: requests.Response) -> Any:
+        status = r.status_code
+        if status in (401, 403):
+            raise PrometheusError(
+                f"Prometheus at {self.where} refused the credentials (HTTP {status}); "
+                "check [prometheus] username/password or bearer token"
+            )
+        try:
+            body = r.json()
+        except (ValueError, json.JSONDecodeError):
+            body = None
+        if not isinstance(body, dict) or "status" not in body:
+            if status in (502, 503, 504):
+                raise _Transient(f"Prometheus at {self.where} is unavailable (HTTP {status})")
+            kind = r.headers.get("Content-Type", "unknown content").split(";")[0]
+            raise PrometheusError(
+                f"{self.where} does not answer like a Prometheus API (HTTP {status}, {kind}); check [prometheus] url"
+            )
+        if body["status"] == "success":
+            return body.get("data")
+        etype, error = body.get("errorType", ""), " ".join(str(body.get("error", "")).split())
+        if etype == "timeout" or "too many samples" in error or "exceeded maximum resolution" in error:
+            raise QueryTooBig(f"Prometheus at {self.where}: {error}")
+        if etype == "unavailable" or status in (502, 503, 504):
+            raise _Transient(f"Prometheus at {self.where} is unavailable: {error}")
+        raise PrometheusError(f"Prometheus at {self.where} rejected a query ({etype or status}): {error}")
+
+
+class _Transient(Exception):
+    """A failure worth retrying after a pause."""
+
+
+def _ts(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _first(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def _reason(exc: requests.exceptions.ConnectionError) -> str:
+    text = str(exc)
+    for known in ("Connection refused", "Name or service not known", "No route to host",
+                  "Temporary failure in name resolution", "Network is unreachable", "timed out"):
+        if known in text:
+            return known.lower()
+    return "connection failed"

@@ -1,0 +1,163 @@
+"""The PromQL the ingest sends, built in one place, each query with the reason for its shape.
+
+Every grain query is evaluated by `query_range` at the END of each grain interval (step =
+grain) and aggregates the interval's samples server-side, so only grain-level points cross
+the wire. The building blocks:
+
+* `fresh(M)`: the sample of M in the `scrape_interval` before a subquery step, shifted by
+  1 ms. With subquery steps on multiples of the scrape interval, every raw sample is seen by
+  exactly one step, and the steps of one grain see exactly the samples in [start, end) (in
+  milliseconds), so adjacent chunks neither share nor miss a sample. Prometheus 2.x ranges
+  include both ends, hence the `- 1ms` there; 3.x ranges are left-open.
+* `owners`: one series per GPU x owner at a step, valued 1/n when n owners share the GPU's
+  sample (shared GPU, several Slurm jobs, two scrapes of one exporter): summing over owners
+  never multiplies a GPU. Owners come from the dcgm series' own labels (pod, hpc_job), or
+  from `yolocost_job_info` for GPUs whose series carry no owner.
+* Per-GPU values (`max by (UUID, GPU_I_ID)`) joined onto `owners`, so a duplicated series
+  counts once, and averages, busy/idle shares and energy split the same way as seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+UTIL_DEV = "DCGM_FI_DEV_GPU_UTIL"
+UTIL_PROF = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+POWER = "DCGM_FI_DEV_POWER_USAGE"
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+JOB_INFO = "yolocost_job_info"
+POD_LABELS = "kube_pod_labels"
+CONTAINER_INFO = "kube_pod_container_info"
+EPOCH_METRIC = "yolocost_epoch_metric"
+EPOCH_END = "yolocost_epoch_end_time_seconds"
+JOB_RESULT = "yolocost_job_result"
+
+GPU = "UUID, GPU_I_ID"  # a GPU or MIG instance
+GPU_LABELS = "UUID, GPU_I_ID, GPU_I_PROFILE, gpu, modelName, Hostname, hostname"
+# labels that make a dcgm series someone's (see docs/prometheus-inputs.md)
+OWNER_LABELS = ("hpc_job", "exported_pod", "pod_name", "pod")
+JOB_INFO_MARK = "yolocost_owner"  # added to owners that come from yolocost_job_info
+
+
+@dataclass(frozen=True)
+class GrainQueries:
+    """Parameters every grain query depends on."""
+
+    scrape: int  # seconds between samples
+    grain: int  # seconds per raw row
+    busy: float
+    idle: float
+    utilization: str  # auto | dev | prof
+    selector: str = ""  # extra label matchers, e.g. cluster="prod"
+    left_open: bool = False  # Prometheus >= 3
+    exported_jobs: tuple[str, ...] = ()  # scrape jobs whose series carry exported_pod
+
+    # ---- building blocks
+    def _range(self, seconds: int) -> str:
+        return f"{seconds * 1000 if self.left_open else seconds * 1000 - 1}ms"
+
+    def _sel(self, metric: str, *extra: str) -> str:
+        matchers = [m for m in (self.selector, *extra) if m]
+        return f"{metric}{{{', '.join(matchers)}}}" if matchers else metric
+
+    def _fresh(self, metric: str, *extra: str) -> str:
+        return f"last_over_time({self._sel(metric, *extra)}[{self._range(self.scrape)}] offset 1ms)"
+
+    def util(self, *extra: str) -> str:
+        """Utilization in percent per dcgm series; profiling metric first where chosen."""
+        dev, prof = self._fresh(UTIL_DEV, *extra), f"{self._fresh(UTIL_PROF, *extra)} * 100"
+        if self.utilization == "dev":
+            return dev
+        if self.utilization == "prof":
+            return f"({prof})"
+        return f"({prof} or {dev})"
+
+    def _unowned_util(self) -> str:
+        """Series with no owner label. Series of a scrape that renames the exporter's labels
+        to exported_* carry the exporter's own pod, which does not make them owned."""
+        base = ('hpc_job=""', 'exported_pod=""', 'pod_name=""')
+        parts = [self.util(*base, 'pod=""')]
+        if self.exported_jobs:
+            jobs = "|".join(re.escape(j) for j in self.exported_jobs)
+            parts.append(self.util(*base, f'job=~"{_quote(jobs)}"'))
+        return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+    def owners(self) -> str:
+        """One series per GPU x owner per step, valued 1/(owners of that GPU at that step)."""
+        u = self.util()
+        series = f"({u} * 0 + 1) / on({GPU}) group_left() (count by ({GPU}) ({u}))"
+        job_info = self._fresh(JOB_INFO)
+        claims = f"({job_info} / on({GPU}) group_left() (count by ({GPU}) ({job_info})))"
+        gpus = f"topk by ({GPU}) (1, group by ({GPU_LABELS}) ({self._unowned_util()}))"
+        by_job_info = (
+            f'label_replace({claims} * on({GPU}) group_left(GPU_I_PROFILE, gpu, modelName, Hostname, hostname) '
+            f'({gpus}), "{JOB_INFO_MARK}", "job_info", "", "")'
+        )
+        return f"(({series}) unless on({GPU}) {by_job_info}) or {by_job_info}"
+
+    def _per_gpu(self, expr: str) -> str:
+        return f"max by ({GPU}) ({expr})"
+
+    def _sub(self, expr: str) -> str:
+        return f"({expr})[{self._range(self.grain)}:{self.scrape}s]"
+
+    def _instances(self) -> str:
+        """MIG instances present per physical GPU (1 for a whole GPU)."""
+        return f"count by (UUID) (count by ({GPU}) ({self.util()}))"
+
+    def _energy_delta(self) -> str:
+        """Counter increase per physical GPU since the previous step; a drop is a reset.
+
+        An instant selector (5-minute lookback) reaches back over short scrape gaps, so
+        the first sample after a gap gets the whole gap's energy, as its owner used it."""
+        now = f"max by (UUID) ({self._sel(ENERGY)} offset 1ms)"
+        before = f"max by (UUID) ({self._sel(ENERGY)} offset {self.scrape * 1000 + 1}ms)"
+        return f"(({now} - {before}) >= 0 or ({now} < {before}))"
+
+    # ---- the grain queries: name -> PromQL, one value per owner series per grain
+    def grain_queries(self) -> dict[str, str]:
+        o = f"({self.owners()})"
+        u = self._per_gpu(self.util())
+        per_instance = f"on(UUID) group_left() ({self._instances()})"
+        return {
+            # samples held (1/n when shared); x scrape interval = seconds_present
+            "samples": f"sum_over_time({self._sub(o)})",
+            # samples above the busy threshold: the basis of effective compute density
+            "busy": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({u} > bool {self.busy:g})')})",
+            # samples below the idle threshold: idle waste
+            "idle": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({u} < bool {self.idle:g})')})",
+            # utilization summed over held samples; / samples = mean utilization
+            "util": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({u})')})",
+            # peak framebuffer while held
+            "mem_peak": f"max_over_time({self._sub(f'{o} * 0 + on({GPU}) group_left() ({self._per_gpu(self._fresh(FB_USED))})')})",
+            # power summed over held samples; / samples = mean power. MIG instances report
+            # their parent's power, so the energy cross-check below splits it per instance
+            "power": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({self._per_gpu(self._fresh(POWER))})')})",
+            "power_energy": "sum_over_time(" + self._sub(
+                f"{o} * on(UUID) group_left() (max by (UUID) ({self._fresh(POWER)})) / {per_instance}"
+            ) + ")",
+            # counter deltas of the physical GPU given to the owners of the later sample
+            "energy": "sum_over_time(" + self._sub(f"{o} * on(UUID) group_left() {self._energy_delta()} / {per_instance}") + ")",
+        }
+
+    # ---- checks and metadata
+    def samples_per_hour(self) -> str:
+        """Most samples any dcgm series holds in the last hour: reveals a slower scrape than configured."""
+        return f"max(count_over_time({self._sel(UTIL_DEV)}[1h]) or count_over_time({self._sel(UTIL_PROF)}[1h]))"
+
+    def selector_for(self, metric: str) -> str:
+        return self._sel(metric)
+
+    def last_values(self, metric: str, seconds: int) -> str:
+        """Last value of each series within a step: training progress is sparse, gauges by epoch."""
+        return f"last_over_time({self._sel(metric)}[{seconds}s])"
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def matcher(label: str, value: str) -> str:
+    return f'{label}="{_quote(value)}"'
