@@ -191,13 +191,13 @@ class _Fetcher:
         size = max(grain, size // grain * grain)
         return deque((a, min(a + size, end)) for a in range(start, end, size))
 
-    def _grain_points(self, start: int, end: int) -> dict[str, list]:
+    def _grain_points(self, start: int, end: int) -> "_Points":
         queries = self.queries.grain_queries()
         grain = self.config.grain_seconds
         pending = self._chunks(start, end)
         total = end - start
         done = 0
-        out: dict[str, list] = {name: [] for name in queries}
+        out = _Points(list(queries))
         with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
             while pending:
                 a, b = pending.popleft()
@@ -222,44 +222,30 @@ class _Fetcher:
                     self.say(f"server refused {_iso(a)}..{_iso(b)} ({too_big.__class__.__name__}): splitting it")
                     continue
                 for name, result in answers.items():
-                    out[name].extend(result)
+                    out.add(name, result)
                 done += b - a
                 self.say(f"fetched {_iso(a)}..{_iso(b)} ({100 * done / total:.0f}%)")
         return out
 
-    def _usage(self, points: dict[str, list], attribution: Attribution) -> pa.Table:
+    def _usage(self, points: "_Points", attribution: Attribution) -> pa.Table:
         """Grain rows per GPU x owner x interval from the per-series query answers."""
-        ids: dict[tuple, int] = {}
-        owners: list[tuple] = []
-        columns = {}
-        for name, series in points.items():
-            sid, ts, val = [], [], []
-            for s in series:
-                key = tuple(sorted(s["metric"].items()))
-                n = ids.get(key)
-                if n is None:
-                    n = ids[key] = len(ids)
-                    labels = dict(key)
-                    gpu = gpu_of(labels)
-                    owners.append((n, gpu, attribution.owner(labels) if gpu else None))
-                values = s["values"]
-                sid.append(np.full(len(values), n, np.int64))
-                ts.append(np.fromiter((v[0] for v in values), np.float64, len(values)))
-                val.append(np.array([v[1] for v in values], dtype=np.float64))
-            cat = lambda parts, dtype: np.concatenate(parts) if parts else np.zeros(0, dtype)  # noqa: E731
-            columns[name] = pa.table({"sid": cat(sid, np.int64), "ts": np.rint(cat(ts, np.float64)).astype(np.int64),
-                                      "value": cat(val, np.float64)})
-        keep = [(n, g, o) for n, g, o in owners if g is not None]
+        sids, gpus, owners = [], [], []
+        for n, labels in enumerate(points.labels):
+            gpu = gpu_of(labels)
+            if gpu is not None:
+                sids.append(n)
+                gpus.append(gpu)
+                owners.append(attribution.owner(labels))
         series_map = pa.table({
-            "sid": pa.array([n for n, _, _ in keep], pa.int64()),
-            "gpu_uuid": [g.gpu_uuid for _, g, _ in keep],
-            "hostname": [g.hostname for _, g, _ in keep],
-            "gpu_index": pa.array([g.gpu_index for _, g, _ in keep], pa.int32()),
-            "gpu_model": [g.gpu_model for _, g, _ in keep],
-            "mig_profile": pa.array([g.mig_profile for _, g, _ in keep], pa.string()),
-            "job_id": pa.array([o for _, _, o in keep], pa.string()),
+            "sid": pa.array(sids, pa.int64()),
+            "gpu_uuid": [g.gpu_uuid for g in gpus],
+            "hostname": [g.hostname for g in gpus],
+            "gpu_index": pa.array([g.gpu_index for g in gpus], pa.int32()),
+            "gpu_model": [g.gpu_model for g in gpus],
+            "mig_profile": pa.array([g.mig_profile for g in gpus], pa.string()),
+            "job_id": pa.array(owners, pa.string()),
         })
-        return _assemble(columns, series_map, self.config)
+        return _assemble(points.tables(), series_map, self.config)
 
     # ---- training progress and results
     def _last_values(self, metric: str, start: int, end: int) -> list[dict]:
@@ -357,6 +343,42 @@ class _Fetcher:
             k: pa.array(v, pa.int32() if k in int_cols else pa.timestamp("us", "UTC") if k in ts_cols else pa.string())
             for k, v in cols.items()
         })
+
+
+class _Points:
+    """Answers of the grain queries as columnar (series id, time, value) arrays, converted as
+    each chunk arrives so the raw JSON of a chunk is dropped right away."""
+
+    def __init__(self, names: list[str]):
+        self.ids: dict[tuple, int] = {}
+        self.labels: list[dict[str, str]] = []
+        self.parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {n: [] for n in names}
+
+    def _sid(self, metric: dict[str, str]) -> int:
+        key = tuple(sorted(metric.items()))
+        n = self.ids.get(key)
+        if n is None:
+            n = self.ids[key] = len(self.labels)
+            self.labels.append(metric)
+        return n
+
+    def add(self, name: str, result: list[dict]) -> None:
+        if not result:
+            return
+        sizes = [len(s["values"]) for s in result]
+        sid = np.repeat(np.array([self._sid(s["metric"]) for s in result], np.int64), sizes)
+        flat = [v for s in result for v in s["values"]]
+        ts = np.fromiter((v[0] for v in flat), np.float64, len(flat))
+        value = np.array([v[1] for v in flat], dtype=np.float64)
+        self.parts[name].append((sid, np.rint(ts).astype(np.int64), value))
+
+    def tables(self) -> dict[str, pa.Table]:
+        out = {}
+        for name, parts in self.parts.items():
+            cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, t)
+                    for i, t in enumerate((np.int64, np.int64, np.float64))]
+            out[name] = pa.table({"sid": cols[0], "ts": cols[1], "value": cols[2]})
+        return out
 
 
 def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config) -> pa.Table:
