@@ -4,8 +4,12 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# Debian packages the tests need: `package:command` is present when the command is on PATH,
+# a bare `package` when dpkg knows it (prometheus brings prometheus and promtool)
+TEST_DEBS ?= prometheus:prometheus prometheus:promtool
+SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test install install-test test-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +24,22 @@ demo: install
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 
-test: install-test
+# a no-op when everything is there; apt-get update only when something is missing
+test-deps:
+	@missing=""; \
+	for dep in $(TEST_DEBS); do \
+		pkg=$${dep%%:*}; cmd=$${dep#*:}; \
+		if [ "$$cmd" != "$$dep" ]; then command -v $$cmd >/dev/null 2>&1 && continue; \
+		else dpkg -s $$pkg >/dev/null 2>&1 && continue; fi; \
+		case " $$missing " in *" $$pkg "*) ;; *) missing="$$missing $$pkg";; esac; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+test: install-test test-deps
 	$(BIN)/python -m pytest
 
 clean:

@@ -40,3 +40,19 @@ def sample_db(tmp_path_factory) -> BuiltDb:
     config = load_config(sample / "yolocost.toml").with_database(tmp_path_factory.mktemp("sample") / "sample.duckdb")
     load_parquet_dir(config, sample)
     return BuiltDb(config, sample)
+
+
+@pytest.fixture(scope="session")
+def prom_sample(tmp_path_factory):
+    """The synthetic Prometheus sample (3 days, every attribution mode), backfilled into a
+    real Prometheus on loopback once per session: (PrometheusSample, PrometheusServer)."""
+    from promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+
+    from yolocost.synth import write_prometheus_sample
+
+    skip_or_fail_without_prometheus()
+    root = tmp_path_factory.mktemp("prom-sample")
+    result = write_prometheus_sample(root / "sample")
+    backfill(result.files["metrics"], root / "data")
+    with PrometheusServer(root / "data") as server:
+        yield result, server

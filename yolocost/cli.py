@@ -286,6 +286,34 @@ def sample_generate(state: State, out_dir, seed, month, timezone, scale):
     click.echo(f"wrote the synthetic month to {out_dir}")
 
 
+@sample.command("prometheus")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder to write into.")
+@click.option("--seed", type=int, default=None, help="Random seed (default: the demo seed).")
+@click.option("--start-day", type=click.IntRange(0, 27), default=None,
+              help="First day of the window, counted from the 1st of October 2026 (default: 16).")
+@click.option("--days", type=click.IntRange(1, 14), default=3, show_default=True, help="Length of the window.")
+@pass_state
+def sample_prometheus(state: State, out_dir, seed, start_day, days):
+    """Write a synthetic cluster window as OpenMetrics for a Prometheus backfill.
+
+    The same cluster as the sample month, with dcgm-exporter and kube-state-metrics label
+    sets in every attribution mode (Kubernetes in three spellings, copied pod labels, Slurm,
+    yolocost_job_info), a MIG GPU, a shared GPU, a counter reset and scrape gaps. Next to
+    metrics.om: the raw tables a correct ingest produces, a yolocost.toml and scenario.json.
+
+    \b
+    Example:
+      yolocost sample prometheus --out /tmp/prom-sample
+      promtool tsdb create-blocks-from openmetrics --max-block-duration=24h \\
+          /tmp/prom-sample/metrics.om /tmp/prom-data
+    """
+    from . import synth
+
+    kwargs = {k: v for k, v in {"seed": seed, "start_day": start_day}.items() if v is not None}
+    result = synth.write_prometheus_sample(Path(out_dir), days=days, progress=state.log, **kwargs)
+    click.echo(f"wrote {result.samples:,} samples of {result.series:,} series to {result.files['metrics']}")
+
+
 @main.group(name="config")
 def config_group():
     """Check the configuration."""
@@ -300,12 +328,14 @@ def config_check(state: State):
     Example:
       yolocost --config /etc/yolocost.toml config check
     """
+    from .promclient import display_url
+
     c = state.config
     click.echo(f"config:    {c.source or '(defaults)'}")
     click.echo(f"cluster:   {c.cluster} ({c.timezone}, {c.currency})")
     click.echo(f"database:  {c.database}")
     click.echo(f"grain:     {c.grain_seconds} s, retention {c.retention_days} days")
-    click.echo(f"prometheus: {c.prometheus.url}" + (" (bearer token set)" if c.prometheus.bearer_token else "")
+    click.echo(f"prometheus: {display_url(c.prometheus.url)}" + (" (bearer token set)" if c.prometheus.bearer_token else "")
                + (f" (basic auth as {c.prometheus.username})" if c.prometheus.username else ""))
     click.echo(f"prices:    {len(c.prices)} GPU price entries, {len(c.energy_prices)} energy price entries")
 

@@ -158,10 +158,9 @@ class _Fetcher:
         attribution.add_pod_labels(self._series(promql.POD_LABELS, start, end))
         attribution.add_container_info(self._series(promql.CONTAINER_INFO, start, end))
         attribution.add_job_info(self._series(promql.JOB_INFO, start, end))
-        self._check_scrape_interval(start, end)
-
         points = self._grain_points(start, end)
         usage = self._usage(points, attribution)
+        self._check_scrape_interval(usage)
         progress_rows, results = self._training(start, end)
         jobs = self._jobs(attribution, usage, results)
         return _Fetched(usage, jobs, progress_rows, results)
@@ -170,19 +169,26 @@ class _Fetcher:
         sel = self.config.prometheus.selector
         return f" matching {{{sel}}}" if sel else ""
 
-    def _check_scrape_interval(self, start: int, end: int) -> None:
-        """A slower scrape than configured would undercount present seconds: refuse it."""
-        scrape = self.config.prometheus.scrape_interval_seconds
-        at = min(end, start + 6 * 3600)
-        self.requests += 1
-        result = self.client.query(self.queries.samples_per_hour(), at)
-        if result:
-            per_hour = float(result[0]["value"][1])
-            if per_hour > 0 and 3600 / per_hour > scrape * 1.5:
-                raise DataError(
-                    f"dcgm series at {self.where} hold about one sample every {3600 / per_hour:.0f} s, but "
-                    f"[prometheus] scrape_interval_seconds is {scrape}; set it to the scrape interval"
-                )
+    def _check_scrape_interval(self, usage: pa.Table) -> None:
+        """A slower scrape than configured leaves every interval short of samples and would
+        undercount present seconds: refuse it. (A faster one is harmless: one sample per
+        scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
+        GPU-intervals or more, some GPU is present for a whole interval."""
+        scrape, grain = self.config.prometheus.scrape_interval_seconds, self.config.grain_seconds
+        con = duckdb.connect()
+        try:
+            con.register("usage", usage)
+            n, most = con.execute(
+                "SELECT count(*), max(s) FROM (SELECT sum(seconds_present) AS s FROM usage GROUP BY gpu_uuid, interval_start)"
+            ).fetchone()
+        finally:
+            con.close()
+        if n >= 12 and most is not None and float(most) < grain - scrape:
+            raise DataError(
+                f"no GPU at {self.where} has more than {float(most):g} s of samples in any {grain} s interval: "
+                f"dcgm-exporter is scraped less often than [prometheus] scrape_interval_seconds = {scrape}; "
+                "set it to the scrape interval"
+            )
 
     # ---- grain points, chunk by chunk
     def _chunks(self, start: int, end: int) -> deque:
@@ -258,9 +264,12 @@ class _Fetcher:
                 self.requests += 1
                 result = self.client.query_range(self.queries.last_values(metric, step), first, end + step, step)
                 break
-            except QueryTooBig:
+            except QueryTooBig as exc:
                 if step <= 3600:
-                    raise
+                    raise PrometheusError(
+                        f"{exc}; reading {metric} an hour at a time is too much for this server "
+                        "(raise its --query.max-samples or --query.timeout, or [prometheus] timeout_seconds)"
+                    ) from None
                 step //= 4
                 first = start + step
         for s in result:
@@ -394,7 +403,7 @@ def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config
         con.register("series_map", series_map)
         joins = " ".join(f"LEFT JOIN q_{n} AS {n} USING (sid, ts)" for n in columns if n != "samples")
         picks = ", ".join(f"{n}.value AS {n}" for n in columns if n != "samples")
-        return con.execute(f"""
+        return con.sql(f"""
             WITH points AS (
                 SELECT sid, ts, samples.value AS samples, {picks}
                 FROM q_samples AS samples {joins}

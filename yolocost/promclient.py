@@ -39,7 +39,7 @@ class BuildInfo:
         return major.isdigit() and int(major) >= 3
 
 
-def _display(url: str) -> str:
+def display_url(url: str) -> str:
     """The server URL without any user:password part."""
     parts = urlsplit(url)
     host = parts.hostname or ""
@@ -53,7 +53,7 @@ class PrometheusClient:
 
     def __init__(self, config: PrometheusConfig, sleep: Callable[[float], None] = time.sleep):
         self.config = config
-        self.where = _display(config.url)
+        self.where = display_url(config.url)
         self._sleep = sleep
         s = requests.Session()
         if config.bearer_token is not None:
@@ -142,7 +142,8 @@ class PrometheusClient:
         if body["status"] == "success":
             return body.get("data")
         etype, error = body.get("errorType", ""), " ".join(str(body.get("error", "")).split())
-        if etype == "timeout" or "too many samples" in error or "exceeded maximum resolution" in error:
+        if (etype == "timeout" or "too many samples" in error or "exceeded maximum resolution" in error
+                or "context deadline exceeded" in error):  # a timeout hit while expanding series
             raise QueryTooBig(f"Prometheus at {self.where}: {error}")
         if etype == "unavailable" or status in (502, 503, 504):
             raise _Transient(f"Prometheus at {self.where} is unavailable: {error}")

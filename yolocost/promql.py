@@ -143,10 +143,6 @@ class GrainQueries:
         }
 
     # ---- checks and metadata
-    def samples_per_hour(self) -> str:
-        """Most samples any dcgm series holds in the last hour: reveals a slower scrape than configured."""
-        return f"max(count_over_time({self._sel(UTIL_DEV)}[1h]) or count_over_time({self._sel(UTIL_PROF)}[1h]))"
-
     def selector_for(self, metric: str) -> str:
         return self._sel(metric)
 
