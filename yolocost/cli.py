@@ -314,6 +314,38 @@ def sample_prometheus(state: State, out_dir, seed, start_day, days):
     click.echo(f"wrote {result.samples:,} samples of {result.series:,} series to {result.files['metrics']}")
 
 
+@main.group(name="export")
+def export_group():
+    """Exports for other tools: the finance CSV in FOCUS columns.
+
+    \b
+    Example:
+      yolocost export finance --month 2026-10
+    """
+
+
+@export_group.command("finance")
+@click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False),
+              help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv).")
+@pass_state
+def export_finance_command(state: State, month, out):
+    """Write a month's finance CSV: FOCUS v1.2 columns, one row per day x project x GPU model.
+
+    Rows for unlabeled and unallocated GPU time complete the month, and BilledCost (cents,
+    largest-remainder rounding) adds up to the cluster's total and, per project, to the
+    totals the reports print. No user or job names.
+
+    \b
+    Example:
+      yolocost export finance --month 2026-10 -o finance.csv
+    """
+    from .finance import export_finance as run_export
+
+    result = run_export(state.config, month, Path(out) if out else None)
+    click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})")
+
+
 @main.group(name="config")
 def config_group():
     """Check the configuration."""

@@ -136,9 +136,12 @@ class _Fetcher:
         )
         self.say(f"Prometheus {info.version} at {self.where}: reading series of the window")
         util_series = []
+        has_prof = False
         for metric in {"dev": [promql.UTIL_DEV], "prof": [promql.UTIL_PROF]}.get(
                 cfg.utilization, [promql.UTIL_DEV, promql.UTIL_PROF]):
-            util_series += self._series(metric, start, end)
+            found = self._series(metric, start, end)
+            has_prof = has_prof or (metric == promql.UTIL_PROF and bool(found))
+            util_series += found
         if not util_series:
             which = {"dev": promql.UTIL_DEV, "prof": promql.UTIL_PROF}.get(
                 cfg.utilization, f"{promql.UTIL_DEV} or {promql.UTIL_PROF}")
@@ -153,11 +156,15 @@ class _Fetcher:
                     f"between {_iso(start)} and {_iso(end)}; enable it in dcgm-exporter's counters file"
                 )
         exported = frozenset(s.get("job", "") for s in util_series if s.get("exported_pod"))
-        self.queries = promql.GrainQueries(**{**self.queries.__dict__, "exported_jobs": tuple(sorted(exported))})
         attribution = Attribution(self.config.labels, exported_jobs=exported)
         attribution.add_pod_labels(self._series(promql.POD_LABELS, start, end))
         attribution.add_container_info(self._series(promql.CONTAINER_INFO, start, end))
-        attribution.add_job_info(self._series(promql.JOB_INFO, start, end))
+        job_info = self._series(promql.JOB_INFO, start, end)
+        attribution.add_job_info(job_info)
+        # leave out what the window does not need: each part costs the server time per step
+        utilization = cfg.utilization if cfg.utilization != "auto" or has_prof else "dev"
+        self.queries = promql.GrainQueries(**{**self.queries.__dict__, "exported_jobs": tuple(sorted(exported)),
+                                              "job_info": bool(job_info), "utilization": utilization})
         points = self._grain_points(start, end)
         usage = self._usage(points, attribution)
         self._check_scrape_interval(usage)

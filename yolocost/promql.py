@@ -53,6 +53,7 @@ class GrainQueries:
     selector: str = ""  # extra label matchers, e.g. cluster="prod"
     left_open: bool = False  # Prometheus >= 3
     exported_jobs: tuple[str, ...] = ()  # scrape jobs whose series carry exported_pod
+    job_info: bool = True  # the window holds yolocost_job_info series (else that join is left out)
 
     # ---- building blocks
     def _range(self, seconds: int) -> str:
@@ -88,6 +89,8 @@ class GrainQueries:
         """One series per GPU x owner per step, valued 1/(owners of that GPU at that step)."""
         u = self.util()
         series = f"({u} * 0 + 1) / on({GPU}) group_left() (count by ({GPU}) ({u}))"
+        if not self.job_info:  # the join costs the server more than the rest: skip it when idle
+            return series
         job_info = self._fresh(JOB_INFO)
         claims = f"({job_info} / on({GPU}) group_left() (count by ({GPU}) ({job_info})))"
         gpus = f"topk by ({GPU}) (1, group by ({GPU_LABELS}) ({self._unowned_util()}))"

@@ -1,0 +1,467 @@
+"""The finance CSV (`yolocost export finance`): FOCUS columns, cents that add up, no names.
+
+Hand-made fixtures go through the real loader into a real DuckDB file (tests/builders.py);
+their figures are worked out in the test. Prices are chosen so that a 5-minute row costs a
+known fraction of a cent: 0.04/h -> 300 s cost 0.0033333..., 0.06/h -> 0.005, 0.084/h ->
+0.007. The sample month checks the sums against the marts and the generator's ground truth.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from builders import gpu_seconds, job_row, money, usage_row, usage_run, write_raw
+from yolocost import finance
+from yolocost.errors import YolocostError
+from yolocost.finance import FOCUS_MANDATORY_COLUMNS, export_finance, project_totals_cents, total_cents
+from yolocost.money import round_cents
+from yolocost.resources import shipped_dir
+
+D = Decimal
+CENT = D("0.01")
+T0 = "2026-03-02T00:00Z"  # a Monday in March (UTC fixtures): no month boundary near
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NUMERIC = {"BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
+           "x_Jobs", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_GpuCost", "x_EnergyCost",
+           "x_EnergyKwh", "x_UnroundedCost"}
+# the FOCUS v1.2 mandatory columns, as the issue lists them
+MANDATORY = ["BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
+             "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
+             "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost",
+             "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName"]
+
+
+def cents(value) -> Decimal:
+    return D(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """Header and rows, parsed by the csv module as a consumer would (UTF-8, RFC 4180)."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+
+
+def export(db, month: str, name: str = "finance.csv"):
+    """Run the export of `month` into the fixture's folder; (result, header, rows)."""
+    result = export_finance(db.config, month, db.raw_dir.parent / name)
+    header, rows = read_csv(result.path)
+    return result, header, rows
+
+
+def by_project(rows: list[dict[str, str]]) -> dict[str, Decimal]:
+    sums: dict[str, Decimal] = defaultdict(Decimal)
+    for row in rows:
+        sums[row["SubAccountId"]] += D(row["BilledCost"])
+    return dict(sums)
+
+
+def totals(db, month: str) -> tuple[dict[str, Decimal], Decimal]:
+    con = duckdb.connect(str(db.path), read_only=True)
+    try:
+        return project_totals_cents(con, month), total_cents(con, month)
+    finally:
+        con.close()
+
+
+def assert_cells_are_safe(rows: list[dict[str, str]]) -> None:
+    """No text cell can run as a spreadsheet formula; numeric cells are plain decimals."""
+    for row in rows:
+        for column, value in row.items():
+            if column in NUMERIC:
+                if value != "":
+                    D(value)  # parses
+                    assert "E" not in value and "e" not in value and not value.startswith("+"), (column, value)
+            else:
+                assert not value.startswith(FORMULA_START), (column, value)
+
+
+# =========================================================================== cents that add up
+
+
+def test_three_projects_at_a_third_of_a_cent_each(built_db):
+    """Three GPUs held 5 min each by three projects at 0.04/h: 300 x 0.04 / 3600 = 0.00333...
+    each. The marts round rows cumulatively to 9 decimals (g1, g2, g3 in that order):
+    0.003333333, 0.006666667 - 0.003333333 = 0.003333334, 0.01 - 0.006666667 = 0.003333333.
+    Month total 0.01 exactly. Each project rounded alone is 0.00 (total 0.00, a cent short);
+    the largest remainder gives the cent to p-b (0.3333334 cent beats 0.3333333)."""
+    usage = [usage_row(T0, "g1", "ja"), usage_row(T0, "g2", "jb"), usage_row(T0, "g3", "jc")]
+    jobs = [job_row("ja", project="p-a"), job_row("jb", project="p-b"), job_row("jc", project="p-c")]
+    db = built_db(usage, jobs=jobs, prices=[("A100", "0.04")])
+
+    exact = {r["project"]: r["cost"] for r in db.query("SELECT project, cost FROM mart_project_month")}
+    assert exact == {"p-a": D("0.003333333"), "p-b": D("0.003333334"), "p-c": D("0.003333333")}
+    assert db.value("SELECT total_cost FROM mart_cluster_month") == D("0.01")
+
+    result, header, rows = export(db, "2026-03")
+    assert [(r["SubAccountId"], r["BilledCost"], r["x_UnroundedCost"]) for r in rows] == [
+        ("p-a", "0.00", "0.003333333"),
+        ("p-b", "0.01", "0.003333334"),
+        ("p-c", "0.00", "0.003333333"),
+    ]
+    assert result.total == D("0.01") and result.rows == 3
+    projects, total = totals(db, "2026-03")
+    assert projects == {"p-a": D("0.00"), "p-b": D("0.01"), "p-c": D("0.00")}
+    assert total == D("0.01") == sum(projects.values())
+    assert sum(round_cents(v) for v in exact.values()) == D("0.00")  # why reports must not round alone
+
+
+def hierarchy_db(built_db, **kwargs):
+    """p1: 2026-03-02 A100 0.005 + T4 0.007, 2026-03-03 A100 0.005 = 0.017
+    p2: 2026-03-02 A100, three rows = 0.015
+    (unallocated): 2026-03-02 T4 0.007                     month total 0.039
+    (A100 at 0.06/h: 300 s cost 0.005; T4 at 0.084/h: 0.007; all exact in 9 decimals.)"""
+    usage = [
+        usage_row("2026-03-02T00:00Z", "g1", "j1"),
+        usage_row("2026-03-02T00:00Z", "t1", "j1", model="T4"),
+        usage_row("2026-03-03T00:00Z", "g1", "j1"),
+        *usage_run("2026-03-02T01:00Z", 3, "g2", "j2", util=2.0),  # idle: under 5 %
+        usage_row("2026-03-02T02:00Z", "t2", None, model="T4"),
+    ]
+    jobs = [job_row("j1", project="p1", user="alice.secret", image_tag="train-yolov8-medium-cu118"),
+            job_row("j2", project="p2", user="bob.hidden", image_tag="latest")]
+    return built_db(usage, jobs=jobs, prices=[("A100", "0.06"), ("T4", "0.084")], **kwargs)
+
+
+def test_rows_are_rounded_within_their_project_and_projects_within_the_total(built_db):
+    """Projects first: exact 0.017, 0.015, 0.007 (sum 0.039 -> 0.04); floors 0.01, 0.01, 0.00
+    leave two cents for the largest remainders, p1 (0.7 cent) and (unallocated) (0.7 cent,
+    p2 has 0.5): 0.02, 0.01, 0.01. Rounded alone they would print 0.02 + 0.02 + 0.01 = 0.05.
+    Then p1's rows towards 0.02: remainders 0.5 (03-02 A100), 0.7 (03-02 T4), 0.5 (03-03 A100):
+    the T4 row and the first A100 row get the cents."""
+    db = hierarchy_db(built_db)
+    _, header, rows = export(db, "2026-03")
+    got = [(r["SubAccountId"], r["x_ChargeDate"], r["SkuId"], r["BilledCost"], r["x_UnroundedCost"]) for r in rows]
+    assert got == [
+        ("p1", "2026-03-02", "A100", "0.01", "0.005000000"),
+        ("p1", "2026-03-02", "T4", "0.01", "0.007000000"),
+        ("p1", "2026-03-03", "A100", "0.00", "0.005000000"),
+        ("p2", "2026-03-02", "A100", "0.01", "0.015000000"),
+        ("(unallocated)", "2026-03-02", "T4", "0.01", "0.007000000"),
+    ]
+    projects, total = totals(db, "2026-03")
+    assert projects == {"p1": D("0.02"), "p2": D("0.01"), "(unallocated)": D("0.01")}
+    assert by_project(rows) == projects
+    assert total == D("0.04") == cents(db.value("SELECT total_cost FROM mart_cluster_month"))
+    assert sum(D(r["BilledCost"]) for r in rows) == total
+    for cost_field in ("ListCost", "ContractedCost", "EffectiveCost"):
+        assert [r[cost_field] for r in rows] == [r["BilledCost"] for r in rows]
+
+
+def test_focus_columns_and_values(built_db):
+    """Every mandatory FOCUS column, with the values the module documents."""
+    db = hierarchy_db(built_db, cluster={"name": "gpu-west", "currency": "EUR"})
+    _, header, rows = export(db, "2026-03")
+    assert set(MANDATORY) <= set(header)
+    assert list(FOCUS_MANDATORY_COLUMNS) == MANDATORY
+    assert {"ConsumedQuantity", "ConsumedUnit", "SkuId", "SubAccountId"} <= set(header)
+    assert len(header) == len(set(header))
+    assert all(c in MANDATORY or c.startswith("x_") or c in finance.FOCUS_OTHER_COLUMNS for c in header)
+    for row in rows:
+        assert row["ChargeCategory"] == "Usage"
+        assert row["ChargeClass"] == ""  # null: a regular charge, no correction
+        assert row["BillingCurrency"] == "EUR"
+        assert row["BillingAccountId"] == row["BillingAccountName"] == "gpu-west"
+        assert row["ProviderName"] == row["PublisherName"] == row["InvoiceIssuerName"] == "gpu-west"
+        assert row["BillingPeriodStart"] == "2026-03-01T00:00:00Z"
+        assert row["BillingPeriodEnd"] == "2026-04-01T00:00:00Z"
+        assert row["PricingUnit"] == row["ConsumedUnit"] == "GPU-Hours"
+        assert row["PricingQuantity"] == row["ConsumedQuantity"]
+        assert row["ServiceCategory"] == "AI and Machine Learning"
+        assert row["ServiceName"] == "GPU training cluster"
+        assert row["SubAccountName"] == row["SubAccountId"]
+    first, _, _, p2, unallocated = rows
+    assert first["ChargePeriodStart"] == "2026-03-02T00:00:00Z" and first["ChargePeriodEnd"] == "2026-03-03T00:00:00Z"
+    assert first["ChargeDescription"] == "GPU-hours on A100 for project p1 on 2026-03-02"
+    assert first["PricingQuantity"] == "0.083333"  # 300 s / 3600, 6 decimals
+    assert first["x_Bucket"] == "project" and first["x_Jobs"] == "1"
+    assert first["x_ImageTag"] == "train-yolov8-medium-cu118"
+    assert first["x_EffectiveComputeDensity"] == "1.000000"  # util 80 %: every second busy
+    assert first["x_IdleGpuHours"] == "0.000000" and first["x_IdleCost"] == "0.000000000"
+    # p2: 3 rows of 300 s = 0.25 GPU-hours, all idle (util 2 %): idle cost = its whole cost
+    assert p2["PricingQuantity"] == "0.250000"
+    assert p2["x_EffectiveComputeDensity"] == "0.000000"
+    assert p2["x_IdleGpuHours"] == "0.250000" and p2["x_IdleCost"] == "0.015000000"
+    assert p2["x_ImageTag"] == "latest"
+    assert unallocated["x_Bucket"] == "unallocated" and unallocated["SubAccountId"] == "(unallocated)"
+    assert unallocated["ChargeDescription"] == "Unallocated capacity: GPU-hours on T4 held by no job on 2026-03-02"
+    assert unallocated["x_Jobs"] == "0" and unallocated["x_ImageTag"] == ""
+    assert unallocated["x_IdleGpuHours"] == "" and unallocated["x_IdleCost"] == ""
+    assert_cells_are_safe(rows)
+
+
+def test_unlabeled_jobs_have_their_own_rows(built_db):
+    """A job with no project label: SubAccountId '(unlabeled)', never dropped."""
+    usage = usage_run(T0, 12, "g1", "j1") + usage_run(T0, 12, "g2", "j2")
+    db = built_db(usage, jobs=[job_row("j1", project="p1"), job_row("j2", project=None)])
+    _, _, rows = export(db, "2026-03")
+    assert [(r["SubAccountId"], r["x_Bucket"], r["BilledCost"]) for r in rows] == [
+        ("p1", "project", "2.93"),  # 1 h x 2.93
+        ("(unlabeled)", "unlabeled", "2.93"),
+    ]
+    assert rows[1]["ChargeDescription"] == "GPU-hours on A100 for jobs without a project label on 2026-03-02"
+
+
+def test_energy_is_folded_into_the_cost(built_db):
+    """One 5-min row at 0.06/h (0.005) that used 1 kWh (3.6e9 mJ) at 0.21/kWh (0.21):
+    cost 0.215 -> BilledCost 0.22 (half up), the split in x_GpuCost and x_EnergyCost."""
+    db = built_db([usage_row(T0, "g1", "j1", energy_mj=3_600_000_000)], jobs=[job_row("j1")],
+                  prices=[("A100", "0.06")], energy_prices=["0.21"])
+    result, _, rows = export(db, "2026-03")
+    (row,) = rows
+    assert (row["BilledCost"], row["x_GpuCost"], row["x_EnergyCost"], row["x_UnroundedCost"]) == (
+        "0.22", "0.005000000", "0.210000000", "0.215000000")
+    assert row["x_EnergyKwh"] == "1.000000"
+    assert row["ChargeDescription"].endswith("on 2026-03-02 (energy included)")
+    assert result.total == D("0.22") == cents(db.value("SELECT total_cost FROM mart_cluster_month"))
+
+
+def test_mig_instances_count_their_share_of_a_gpu(built_db):
+    """A 3g.40gb instance held 1 h: 12 rows of 300 x 3/7 = 128.571429 s, 1542.857148 s in all
+    = 0.428571 GPU-hours; cost 1542.857148 x 2.93 / 3600 = 1.255714... -> 1.26."""
+    db = built_db(usage_run(T0, 12, "mig-1", "j1", mig="3g.40gb"), jobs=[job_row("j1")])
+    _, _, (row,) = export(db, "2026-03")
+    seconds = 12 * gpu_seconds(300 * D(3) / D(7))
+    assert seconds == D("1542.857148")
+    assert row["PricingQuantity"] == "0.428571"
+    assert row["x_UnroundedCost"] == str(money(seconds * D("2.93") / 3600))
+    assert row["BilledCost"] == "1.26"
+
+
+def test_days_and_billing_period_are_cut_in_the_configured_time_zone(built_db):
+    """Europe/Berlin: 2026-09-30T22:00Z is local midnight of 1 October (CEST, +2), so it bills
+    in October; 25 October has 25 hours (CEST ends); 2026-10-31T23:00Z is 1 November (CET, +1).
+    FOCUS date/times are UTC instants."""
+    usage = [usage_row("2026-09-30T22:00Z", "g1", "j1"), usage_row("2026-10-25T10:00Z", "g1", "j1"),
+             usage_row("2026-10-31T22:55Z", "g1", "j1"), usage_row("2026-10-31T23:00Z", "g1", "j1")]
+    db = built_db(usage, jobs=[job_row("j1")], timezone="Europe/Berlin")
+    _, _, rows = export(db, "2026-10")
+    assert [(r["x_ChargeDate"], r["ChargePeriodStart"], r["ChargePeriodEnd"]) for r in rows] == [
+        ("2026-10-01", "2026-09-30T22:00:00Z", "2026-10-01T22:00:00Z"),
+        ("2026-10-25", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z"),
+        ("2026-10-31", "2026-10-30T23:00:00Z", "2026-10-31T23:00:00Z"),
+    ]
+    assert {(r["BillingPeriodStart"], r["BillingPeriodEnd"]) for r in rows} == {
+        ("2026-09-30T22:00:00Z", "2026-10-31T23:00:00Z")}
+    assert {r["x_TimeZone"] for r in rows} == {"Europe/Berlin"}
+    _, _, november = export(db, "2026-11", "nov.csv")
+    assert [(r["x_ChargeDate"], r["BillingPeriodStart"], r["BillingPeriodEnd"]) for r in november] == [
+        ("2026-11-01", "2026-10-31T23:00:00Z", "2026-11-30T23:00:00Z")]
+
+
+# =========================================================================== hostile labels, names
+
+
+def test_hostile_labels_are_neutralized_and_round_trip(built_db):
+    """Labels are data: a formula gets a leading apostrophe, HTML stays text, quotes, commas
+    and newlines survive RFC 4180 quoting, and numbers stay numbers."""
+    hostile = {
+        "j1": '=HYPERLINK("x")',
+        "j2": "<script>alert(1)</script>",
+        "j3": "+SUM(1,2)",
+        "j4": 'a,"b"\nc',
+    }
+    usage = [usage_row(T0, f"g{i}", job) for i, job in enumerate(hostile)]
+    usage.append(usage_row(T0, "g9", "j5", model="@evil"))
+    jobs = [job_row(job, project=project, image_tag="-1+2") for job, project in hostile.items()]
+    jobs.append(job_row("j5", project="p5", image_tag="@SUM(A1)"))
+    db = built_db(usage, jobs=jobs, prices=[("A100", "2.93"), ("@evil", "1.00")])
+    result, _, rows = export(db, "2026-03")
+    text = result.path.read_text(encoding="utf-8")
+
+    accounts = {r["SubAccountId"] for r in rows}
+    assert "'=HYPERLINK(\"x\")" in accounts and '=HYPERLINK("x")' not in accounts
+    assert "\"'=HYPERLINK(\"\"x\"\")\"" in text  # the raw cell: apostrophe, quotes doubled
+    assert "<script>alert(1)</script>" in accounts  # CSV is not HTML: kept as text, harmless
+    assert "'+SUM(1,2)" in accounts
+    assert 'a,"b"\nc' in accounts
+    assert {r["x_ImageTag"] for r in rows} == {"'-1+2", "'@SUM(A1)"}
+    assert "'@evil" in {r["SkuId"] for r in rows}
+    assert_cells_are_safe(rows)
+    assert sum(D(r["BilledCost"]) for r in rows) == result.total
+
+
+def test_no_user_or_job_names_in_the_file(built_db):
+    db = hierarchy_db(built_db)
+    result, _, _ = export(db, "2026-03")
+    text = result.path.read_text(encoding="utf-8")
+    for name in ("alice.secret", "bob.hidden", "j1", "j2"):
+        assert name not in text
+
+
+def test_same_database_gives_the_same_bytes(built_db):
+    """Two exports, and an export after loading the same data again, are byte-identical:
+    deterministic order, no time of writing in the file."""
+    db = hierarchy_db(built_db)
+    first = export(db, "2026-03", "a.csv")[0].path.read_bytes()
+    second = export(db, "2026-03", "b.csv")[0].path.read_bytes()
+    db.load()
+    third = export(db, "2026-03", "c.csv")[0].path.read_bytes()
+    assert first == second == third
+    assert first.startswith(b"BilledCost,")  # UTF-8 without a BOM
+    assert first.endswith(b"\r\n") and first.count(b"\r\n") == 6  # header + 5 rows, RFC 4180 line ends
+
+
+def test_neutralizing_leaves_negative_numbers_numbers():
+    row = {c: "" for c in finance.COLUMNS}
+    row.update(BilledCost="-1.50", x_UnroundedCost="-1.500000000", SubAccountId="-1+2")
+    (header, line) = finance.to_csv([row]).splitlines()
+    cells = next(csv.reader(io.StringIO(line)))
+    values = dict(zip(header.split(","), cells))
+    assert values["BilledCost"] == "-1.50" and values["x_UnroundedCost"] == "-1.500000000"
+    assert values["SubAccountId"] == "'-1+2"
+
+
+# =========================================================================== errors
+
+
+def test_month_without_data_or_malformed_is_one_clear_error(built_db):
+    db = hierarchy_db(built_db)
+    with pytest.raises(YolocostError, match=r"no usage data for 2026-04 .*months held: 2026-03"):
+        export_finance(db.config, "2026-04", db.raw_dir.parent / "x.csv")
+    with pytest.raises(YolocostError, match="not YYYY-MM"):
+        export_finance(db.config, "2026-3", db.raw_dir.parent / "x.csv")
+    assert not (db.raw_dir.parent / "x.csv").exists()
+
+
+def test_missing_database_is_one_clear_error(built_db, tmp_path):
+    db = hierarchy_db(built_db)
+    with pytest.raises(YolocostError, match="database not found"):
+        export_finance(db.config.with_database(tmp_path / "none.duckdb"), "2026-03", tmp_path / "x.csv")
+
+
+def test_default_path_is_in_the_report_folder(built_db, tmp_path):
+    db = hierarchy_db(built_db, reports={"output_dir": str(tmp_path / "rep")})
+    result = export_finance(db.config, "2026-03")
+    assert result.path == tmp_path / "rep" / "2026-03" / "finance-2026-03.csv"
+    assert result.path.is_file() and result.rows == 5
+
+
+# =========================================================================== the sample month
+
+
+@pytest.fixture(scope="module")
+def sample_export(sample_db, tmp_path_factory):
+    result = export_finance(sample_db.config, "2026-10", tmp_path_factory.mktemp("finance") / "finance.csv")
+    header, rows = read_csv(result.path)
+    return result, header, rows
+
+
+def test_sample_month_has_every_focus_column_and_the_finance_grain(sample_db, sample_export):
+    result, header, rows = sample_export
+    assert set(MANDATORY) <= set(header)
+    daily = sample_db.query("SELECT project, gpu_model, day FROM mart_daily WHERE month = '2026-10'")
+    keys = [(r["SubAccountId"], r["SkuId"], r["x_ChargeDate"]) for r in rows]
+    assert len(keys) == len(set(keys)) == len(daily) == result.rows
+    assert set(keys) == {(d["project"], d["gpu_model"], d["day"].isoformat()) for d in daily}
+    assert {r["x_Bucket"] for r in rows} == {"project", "unlabeled", "unallocated"}
+    assert len({r["x_ChargeDate"] for r in rows}) == 31
+    assert_cells_are_safe(rows)
+
+
+def test_sample_month_adds_up_to_the_cluster_and_each_project(sample_db, sample_export):
+    result, _, rows = sample_export
+    month = sample_db.one("SELECT * FROM mart_cluster_month WHERE month = '2026-10'")
+    billed = sum(D(r["BilledCost"]) for r in rows)
+    projects, total = totals(sample_db, "2026-10")
+    assert billed == total == result.total == cents(month["total_cost"]) == sum(projects.values())
+    assert by_project(rows) == projects
+    exact = {r["project"]: r["cost"] for r in sample_db.query("SELECT project, cost FROM mart_project_month "
+                                                               "WHERE month = '2026-10'")}
+    assert set(projects) == set(exact)
+    for project, value in projects.items():
+        assert abs(value - exact[project]) < CENT  # never more than a cent from the exact figure
+    for row in rows:
+        assert abs(D(row["BilledCost"]) - D(row["x_UnroundedCost"])) < CENT
+    hours = sum(D(r["PricingQuantity"]) for r in rows)
+    assert abs(hours - D(str(month["capacity_gpu_hours"]))) < D("0.000001") * len(rows)
+
+
+def test_sample_month_matches_the_ground_truth_in_cents(sample_export):
+    truth = json.loads((shipped_dir("sample_data") / "ground_truth.json").read_text(encoding="utf-8"))["months"]["2026-10"]
+    result, _, rows = sample_export
+    assert result.total == cents(D(truth["capacity_cost"]) + D(truth["energy_cost"]))
+    sums = by_project(rows)
+    for project, figures in truth["projects"].items():
+        assert abs(sums[project] - D(figures["gpu_cost"]) - D(figures["energy_cost"])) < CENT
+
+
+def test_sample_month_names_no_user_and_no_job(sample_db, sample_export):
+    result, _, _ = sample_export
+    text = result.path.read_text(encoding="utf-8")
+    users = [r["user_name"] for r in sample_db.query("SELECT DISTINCT user_name FROM jobs WHERE user_name IS NOT NULL")]
+    jobs = [r["job_id"] for r in sample_db.query("SELECT job_id FROM jobs")]
+    assert len(users) >= 12 and len(jobs) >= 150
+    assert "视觉质检" in text  # names outside ASCII are written as UTF-8
+    for name in users + jobs:
+        assert name not in text
+
+
+def test_sample_month_export_is_byte_identical(sample_db, sample_export, tmp_path):
+    again = export_finance(sample_db.config, "2026-10", tmp_path / "again.csv")
+    assert again.path.read_bytes() == sample_export[0].path.read_bytes()
+
+
+# =========================================================================== the command
+
+
+CONFIG = """
+[cluster]
+name = "lab"
+timezone = "UTC"
+currency = "EUR"
+[database]
+path = "yc.duckdb"
+[[prices]]
+gpu_model = "A100"
+price_per_gpu_hour = "0.04"
+"""
+
+
+def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_command_writes_the_csv_and_reports_errors_in_one_line(tmp_path):
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    usage = [usage_row(T0, "g1", "ja"), usage_row(T0, "g2", "jb"), usage_row(T0, "g3", "jc")]
+    jobs = [job_row("ja", project='=HYPERLINK("x")'), job_row("jb", project="p-b"), job_row("jc", project="p-c")]
+    write_raw(tmp_path / "raw", usage, jobs)
+    assert yolocost("load", "raw", cwd=tmp_path).returncode == 0
+
+    done = yolocost("export", "finance", "--month", "2026-03", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    path = tmp_path / "reports" / "2026-03" / "finance-2026-03.csv"
+    assert str(path) in done.stdout and "0.01 EUR" in done.stdout
+    _, rows = read_csv(path)
+    # as in the first test, with g1's project sorted first: '=HYPERLINK("x")' < 'p-b' < 'p-c'
+    assert [(r["SubAccountId"], r["BilledCost"]) for r in rows] == [
+        ("'=HYPERLINK(\"x\")", "0.00"), ("p-b", "0.01"), ("p-c", "0.00")]
+
+    out = yolocost("export", "finance", "--month", "2026-03", "-o", "out/f.csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "out" / "f.csv").read_bytes() == path.read_bytes()
+
+    for args, needle in ((["--month", "2026-04"], "no usage data for 2026-04"), (["--month", "march"], "not YYYY-MM")):
+        bad = yolocost("export", "finance", *args, cwd=tmp_path)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr
+        errors = [line for line in bad.stderr.splitlines() if line.startswith("error")]
+        assert len(errors) == 1 and needle in errors[0], bad.stderr
+    missing = yolocost("export", "finance", cwd=tmp_path)
+    assert missing.returncode == 2 and "--month" in missing.stderr
+
+    for cmd in (["export"], ["export", "finance"]):
+        helped = yolocost(*cmd, "--help", cwd=tmp_path)
+        assert helped.returncode == 0 and "Example" in helped.stdout

@@ -1,0 +1,149 @@
+"""Rounding money to cents so that rounded parts add up to the rounded total.
+
+The marts keep money exact (DECIMAL(38, 9)); cents appear only in reports and the finance
+CSV. Rounding each figure on its own breaks sums (three projects at 1/3 cent each round to
+0.00 + 0.00 + 0.00 while their total rounds to 0.01), so every place that prints cents goes
+through the functions here:
+
+* `to_cents(amounts)`: the largest-remainder method. Each part is floored to the cent, and
+  the cents still missing to reach the total, rounded half up, go one each to the parts with
+  the largest remainders (ties: the earlier part first). The parts add up to
+  `round_cents(sum(amounts))` exactly and each differs from its exact amount by less than one
+  cent. Deterministic: same amounts in the same order, same cents.
+* `allocate(amounts, keys)`: the same for a two-level hierarchy (rows grouped by a key, e.g.
+  the finance CSV's day x GPU model rows grouped by project). Group totals are rounded first,
+  with the largest remainder over the groups; then each group's cents are distributed over its
+  rows with the largest remainder within the group. So the rows of a group add up to that
+  group's printed total, and the groups (and all rows) add up to the rounded grand total.
+
+Only Decimal and int amounts are accepted: a float is a rounding error already made.
+"""
+
+from __future__ import annotations
+
+import decimal
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from typing import Hashable, Sequence
+
+CENT = Decimal("0.01")
+
+# Decimal arithmetic is exact only within the context precision (28 digits by default);
+# money in the marts has up to 38, and sums of many rows more: compute with room to spare.
+_CONTEXT = decimal.Context(prec=120, rounding=ROUND_HALF_UP, traps=[decimal.InvalidOperation, decimal.Inexact])
+
+
+def _exact(amount) -> Decimal:
+    if isinstance(amount, bool) or not isinstance(amount, (Decimal, int)):
+        raise TypeError(f"money must be a Decimal or an int, not {type(amount).__name__}: {amount!r}")
+    value = Decimal(amount)
+    if not value.is_finite():
+        raise ValueError(f"money must be finite, not {value}")
+    return value
+
+
+def _in_cents(amount) -> Decimal:
+    """The amount counted in cents, exactly (1.234 -> 123.4)."""
+    return _CONTEXT.multiply(_exact(amount), Decimal(100))
+
+
+def _cents_value(cents: int) -> Decimal:
+    """An integer number of cents as money with two decimals (123 -> 1.23, 0 -> 0.00)."""
+    return _CONTEXT.multiply(Decimal(cents), CENT)
+
+
+def round_cents(amount: Decimal | int) -> Decimal:
+    """One amount rounded to the cent, half up (away from zero): 0.005 -> 0.01."""
+    cents = int(_in_cents(amount).to_integral_value(rounding=ROUND_HALF_UP))
+    return _cents_value(cents)
+
+
+def _sum(values: Sequence[Decimal]) -> Decimal:
+    total = Decimal(0)
+    for value in values:
+        total = _CONTEXT.add(total, value)
+    return total
+
+
+def _largest_remainder(amounts: Sequence[Decimal | int], target_cents: int) -> list[int]:
+    """Integer cents per amount adding up to target_cents, each the amount's floor or one more."""
+    scaled = [_in_cents(a) for a in amounts]
+    floors = [int(s.to_integral_value(rounding=ROUND_FLOOR)) for s in scaled]
+    extra = target_cents - sum(floors)
+    if not 0 <= extra <= len(amounts):
+        raise ValueError(
+            f"cannot round {len(amounts)} amounts to a total of {_cents_value(target_cents)}: "
+            f"their floors add up to {_cents_value(sum(floors))}"
+        )
+    # largest remainder first; equal remainders: the earlier position first
+    order = sorted(range(len(amounts)), key=lambda i: (-(scaled[i] - floors[i]), i))
+    cents = list(floors)
+    for i in order[:extra]:
+        cents[i] += 1
+    return cents
+
+
+def to_cents(amounts: Sequence[Decimal | int]) -> list[Decimal]:
+    """Round each amount to the cent so that the parts add up to round_cents(sum(amounts)).
+
+    Largest-remainder method, ties broken by position (earlier first):
+    to_cents([Decimal("0.003333333")] * 3) == [Decimal("0.01"), Decimal("0.00"), Decimal("0.00")]
+    because the total 0.009999999 rounds to 0.01 and the first of three equal remainders
+    gets the cent.
+    """
+    amounts = list(amounts)
+    target = int(_in_cents(_sum([_exact(a) for a in amounts])).to_integral_value(rounding=ROUND_HALF_UP))
+    return [_cents_value(c) for c in _largest_remainder(amounts, target)]
+
+
+def distribute(amounts: Sequence[Decimal | int], total: Decimal | int) -> list[Decimal]:
+    """Round each amount to the cent so that the parts add up to `total` (already in cents).
+
+    Largest-remainder method as in to_cents, but towards a given total, e.g. a group's share
+    rounded at the level above. The total must be reachable by rounding every part down or up
+    to a neighbouring cent (ValueError otherwise).
+    """
+    total = _exact(total)
+    if total != total.quantize(CENT):
+        raise ValueError(f"total {total} is not a whole number of cents")
+    return [_cents_value(c) for c in _largest_remainder(list(amounts), int(_in_cents(total)))]
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Cents for each input amount (`parts`, in input order), each group (`groups`, in order
+    of first appearance) and the whole (`total`):
+    sum(parts) == sum(groups.values()) == total == round_cents(sum of the exact amounts), and
+    for every key, the parts with that key add up to groups[key]."""
+
+    parts: list[Decimal]
+    groups: dict[Hashable, Decimal]
+    total: Decimal
+
+
+def allocate(amounts: Sequence[Decimal | int], keys: Sequence[Hashable]) -> Allocation:
+    """Round a two-level hierarchy to cents consistently: rows (`amounts`) grouped by `keys`.
+
+    First the groups' exact totals are rounded with to_cents (largest remainder over the
+    groups, in order of first appearance), then each group's cents are distributed over its
+    rows with the largest remainder within the group (rows in input order). Both sums hold:
+    rows -> group totals, and group totals -> the rounded grand total.
+
+    allocate([Decimal("0.004"), Decimal("0.004"), Decimal("0.004")], ["a", "b", "c"]) gives
+    groups {"a": 0.01, "b": 0.00, "c": 0.00} and total 0.01 (0.012 rounds to 0.01).
+    """
+    amounts = [_exact(a) for a in amounts]
+    keys = list(keys)
+    if len(keys) != len(amounts):
+        raise ValueError(f"{len(amounts)} amounts but {len(keys)} keys")
+    members: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        members.setdefault(key, []).append(i)
+    group_exact = [_sum([amounts[i] for i in idx]) for idx in members.values()]
+    group_cents = to_cents(group_exact)
+    parts: list[Decimal] = [Decimal("0.00")] * len(amounts)
+    for idx, cents in zip(members.values(), group_cents):
+        for i, part in zip(idx, distribute([amounts[i] for i in idx], cents)):
+            parts[i] = part
+    groups = dict(zip(members, group_cents))
+    return Allocation(parts, groups, _cents_value(int(_in_cents(_sum(group_cents)))))
