@@ -98,6 +98,11 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
                 progress=progress, progress_by_window=True,
             )
             _set_job_times(con)
+            stored = con.execute("SELECT count(*) FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?",
+                                 [start, end]).fetchone()[0]
+            if stored != rows:  # never commit a window that lost rows on the way in
+                raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
+                                "nothing was changed")
             progress("building models")
             rebuild(con, config)
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
@@ -457,11 +462,13 @@ def _stage(con: duckdb.DuckDBPyConnection, config: Config, f: _Fetched, start: i
     for table, data in (("gpu_usage", f.usage), ("jobs", f.jobs), ("training_progress", f.progress),
                         ("job_results", f.results)):
         con.register("fetched", data)
-        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+        types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
         present = set(data.column_names)
-        select = ", ".join(f'"{c}"' if c in present else f'NULL AS "{c}"' for c in cols)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT * FROM {table} LIMIT 0")
-        con.execute(f"INSERT INTO incoming_{table} SELECT {select} FROM fetched")
+        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in present else f'CAST(NULL AS {t}) AS "{c}"'
+                           for c, t in types)
+        # One CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
+        # a temp table created earlier in the same transaction (seen above ~100k rows).
+        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM fetched")
         con.unregister("fetched")
     return f.usage.num_rows, f.jobs.num_rows, len(set(zip(f.progress["job_id"].to_pylist(),
                                                           f.progress["epoch"].to_pylist())))
