@@ -170,7 +170,9 @@ class _Fetcher:
         utilization = cfg.utilization if cfg.utilization != "auto" or has_prof else "dev"
         self.queries = promql.GrainQueries(**{**self.queries.__dict__, "exported_jobs": tuple(sorted(exported)),
                                               "job_info": bool(job_info), "utilization": utilization})
-        points = self._grain_points(start, end)
+        # GPUs that always need the attribution join: claimed by job-info, or MIG instances
+        always = {x.get("UUID", "") for x in job_info} | {x.get("UUID", "") for x in util_series if x.get("GPU_I_ID")}
+        points = self._grain_points(start, end, always)
         usage = self._usage(points, attribution)
         self._check_scrape_interval(usage)
         progress_rows, results = self._training(start, end)
@@ -209,26 +211,38 @@ class _Fetcher:
         size = max(grain, size // grain * grain)
         return deque((a, min(a + size, end)) for a in range(start, end, size))
 
-    def _grain_points(self, start: int, end: int) -> "_Points":
-        queries = self.queries.grain_queries()
+    def _grain_points(self, start: int, end: int, always_special: set[str]) -> "_Points":
+        """Every grain query for every chunk. GPUs that need the attribution join (job-info,
+        MIG, more than one series at a sample) get `grain_queries`; all others the cheap
+        per-series `plain_queries`. Both answer in the same shape, one point per series."""
         grain = self.config.grain_seconds
         pending = self._chunks(start, end)
         total = end - start
         done = 0
-        out = _Points(list(queries))
+        out = _Points(list(self.queries.grain_queries()))
         with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
             while pending:
                 a, b = pending.popleft()
-                futures = {name: pool.submit(self.client.query_range, q, a + grain, b, grain)
-                           for name, q in queries.items()}
-                answers, too_big = {}, None
-                for name, fut in futures.items():
-                    try:
-                        answers[name] = fut.result()
-                    except QueryTooBig as exc:
-                        too_big = exc
-                self.requests += len(futures)
-                if too_big is not None:
+                try:
+                    self.requests += 1
+                    shared = {r["metric"].get("UUID", "") for r in
+                              self.client.query(self.queries.special_gpus(b - a), b)}
+                    special = sorted((always_special | shared) - {""})
+                    queries = [(n, q) for n, q in self.queries.only(special, keep=False).plain_queries().items()]
+                    if special:
+                        queries += [(n, q) for n, q in self.queries.only(special, keep=True).grain_queries().items()]
+                    futures = [(name, pool.submit(self.client.query_range, q, a + grain, b, grain))
+                               for name, q in queries]
+                    answers, too_big = [], None
+                    for name, fut in futures:
+                        try:
+                            answers.append((name, fut.result()))
+                        except QueryTooBig as exc:
+                            too_big = exc
+                    self.requests += len(futures)
+                    if too_big is not None:
+                        raise too_big
+                except QueryTooBig as too_big:
                     if b - a <= grain:
                         raise PrometheusError(
                             f"{too_big}; even a single {grain} s interval is too much for this server "
@@ -239,7 +253,7 @@ class _Fetcher:
                     self.splits += 1
                     self.say(f"server refused {_iso(a)}..{_iso(b)} ({too_big.__class__.__name__}): splitting it")
                     continue
-                for name, result in answers.items():
+                for name, result in answers:
                     out.add(name, result)
                 done += b - a
                 self.say(f"fetched {_iso(a)}..{_iso(b)} ({100 * done / total:.0f}%)")
@@ -427,7 +441,7 @@ def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config
                        any_value(m.gpu_model) AS gpu_model, any_value(m.mig_profile) AS mig_profile,
                        sum(samples) AS samples, sum(coalesce(busy, 0)) AS busy, sum(coalesce(idle, 0)) AS idle,
                        sum(coalesce(util, 0)) AS util, max(mem_peak) AS mem_peak, sum(power) AS power,
-                       sum(coalesce(energy, 0)) AS energy, sum(power_energy) AS power_energy
+                       sum(coalesce(energy, 0)) AS energy, sum(coalesce(power_energy, power)) AS power_energy
                 FROM points AS p JOIN series_map AS m USING (sid)
                 GROUP BY ALL
             ),
