@@ -1,6 +1,7 @@
-"""`yolocost demo` as a new user runs it: a database, a summary and where they are."""
+"""`yolocost demo` as a new user runs it: a database, a summary, the reports and where they are."""
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -8,23 +9,39 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import duckdb
 
+from yolocost import finance
 from yolocost.summary import write_summary
 
 
-def test_demo_builds_database_and_summary_and_can_be_rerun(tmp_path):
+def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
     out = tmp_path / "demo"
-    for _ in range(2):  # a rerun replaces the demo database cleanly
-        result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
-                                capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr
+    reports = out / "reports" / "2026-10"
+    # first run: everything, PDF included (Chromium is a test dependency: make test-deps)
+    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "reports as HTML and PDF" in result.stdout
+    pdfs = sorted(reports.glob("*.pdf"))
+    assert [p.name for p in pdfs][:1] == ["admin.pdf"] and len(pdfs) == 7
+    for pdf in pdfs:
+        pdf.unlink()
+    # a rerun replaces the demo database cleanly; without Chromium it still succeeds, HTML only, and says why
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
+                            env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert str(out / "yolocost.duckdb") in result.stdout
     assert str(out / "reports" / "2026-10" / "summary.html") in result.stdout
-    assert "building models" in result.stderr  # progress goes to stderr
+    assert "reports as HTML)" in result.stdout and "apt-get install chromium" in result.stdout
+    assert not list(reports.glob("*.pdf"))
+    assert "building models" in result.stderr and "wrote " in result.stderr  # progress goes to stderr
 
     con = duckdb.connect(str(out / "yolocost.duckdb"), read_only=True)
     total, jobs = con.execute("SELECT total_cost, jobs FROM mart_cluster_month WHERE month = '2026-10'").fetchone()
     projects = con.execute("SELECT project, cost FROM mart_project_month WHERE month = '2026-10'").fetchall()
+    printed = finance.project_totals_cents(con, "2026-10")
     con.close()
     page = (out / "reports" / "2026-10" / "summary.html").read_text(encoding="utf-8")
     assert f"{total.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}" in page
@@ -32,6 +49,10 @@ def test_demo_builds_database_and_summary_and_can_be_rerun(tmp_path):
         assert html.escape(name) in page
         assert f"{cost.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}" in page
     assert "视觉质检" in page
+    admin = (reports / "admin.html").read_text(encoding="utf-8")
+    for name, cents in printed.items():
+        assert html.escape(name) in admin and f"{cents:,.2f}" in admin
+    assert len(list(reports.glob("project-*.html"))) == 6
     assert not list(out.glob("*.building*"))
 
     # the printed hint works: the demo folder's own config finds the database

@@ -94,10 +94,11 @@ def main(ctx: click.Context, config_path, database, quiet, debug):
               help="Folder for the demo config, database and summary.")
 @pass_state
 def demo(state: State, out_dir):
-    """Build a database and a summary from the bundled sample month.
+    """Build a database, a summary and the reports from the bundled sample month.
 
     Needs no Prometheus: loads sample_data/ (a synthetic 48-GPU cluster, October 2026)
-    into OUT/yolocost.duckdb and writes OUT/reports/2026-10/summary.html.
+    into OUT/yolocost.duckdb and writes OUT/reports/2026-10/: summary.html and the
+    admin and per-project reports as HTML, and as PDF where Chromium is installed.
 
     \b
     Example:
@@ -114,6 +115,11 @@ def demo(state: State, out_dir):
     click.echo(f"  config:   {result.config}")
     click.echo(f"  database: {result.database}  ({result.usage_rows:,} usage rows, {result.jobs} jobs)")
     click.echo(f"  summary:  {result.summary}")
+    kinds = " and ".join(k for k in ("HTML", "PDF") if any(p.suffix == f".{k.lower()}" for p in result.reports))
+    projects = len({p.stem for p in result.reports if p.stem.startswith("project-")})
+    click.echo(f"  reports:  {result.report_folder}/  (admin and {projects} project reports as {kinds})")
+    if result.pdf_skipped:
+        click.echo(f"  no PDF:   {result.pdf_skipped}")
     click.echo("Try:")
     click.echo(f"  cd {result.folder}")
     click.echo("  yolocost queries")
@@ -192,6 +198,42 @@ def build(state: State):
 
     rebuild_database(state.config)
     click.echo(f"rebuilt the models in {state.config.database}")
+
+
+@main.command()
+@click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
+@click.option("--audience", "audiences", multiple=True, metavar="WHO", default=("all",), show_default=True,
+              help="admin, project:NAME or all (admin and every project); repeatable.")
+@click.option("--format", "formats", default="html,pdf", show_default=True, metavar="LIST",
+              help="html, pdf or html,pdf. PDF needs Chromium (apt-get install chromium).")
+@click.option("--templates", "templates_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Your own report templates, overriding the shipped ones by file name "
+                   "(default: [reports] templates_dir).")
+@pass_state
+def report(state: State, month, audiences, formats, templates_dir):
+    """Render a month's chargeback reports (HTML and PDF) into <output_dir>/YYYY-MM/.
+
+    admin.html/.pdf shows every project side by side for the department admins;
+    project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
+    as the project's share. The HTML is one self-contained file with interactive charts
+    that opens offline; the PDF (A4) carries the same charts as vector graphics.
+
+    \b
+    Examples:
+      yolocost report --month 2026-10
+      yolocost report --month 2026-10 --audience project:vision --format pdf
+      yolocost report --month 2026-10 --templates my-templates/
+    """
+    from .report import render_reports
+
+    result = render_reports(state.config, month, audiences, formats,
+                            Path(templates_dir) if templates_dir else None, state.log)
+    times = [f"{kind} in {secs:.1f} s" for kind, secs in (("HTML", result.html_seconds), ("PDF", result.pdf_seconds))
+             if kind.lower() in result.formats]
+    state.log(f"{result.charts} charts; " + ", ".join(times))
+    click.echo(f"wrote {len(result.files)} report file(s) for {result.month} into {result.folder}")
+    for path in result.files:
+        click.echo(f"  {path}")
 
 
 def _parse_params(values: tuple[str, ...]) -> dict[str, str]:

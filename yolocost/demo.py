@@ -1,13 +1,14 @@
-"""`yolocost demo`: build a database and a first summary from the bundled sample month."""
+"""`yolocost demo`: build a database and the month's reports from the bundled sample month."""
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .config import load_config
+from .errors import YolocostError
 from .load import load_parquet_dir
 from .resources import shipped_dir
 from .summary import write_summary
@@ -23,12 +24,20 @@ class DemoResult:
     summary: Path
     usage_rows: int
     jobs: int
+    reports: list[Path] = field(default_factory=list)
+    report_folder: Path | None = None
+    pdf_skipped: str | None = None  # why the demo wrote no PDF, if it did not
 
 
 def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> DemoResult:
     """Copy the demo config into `out_dir`, load the sample month into a fresh database
     there (replacing an earlier demo database only once the new one is complete) and
-    render the month's summary."""
+    render the month's summary and its reports: HTML always, PDF too where Chromium and
+    WeasyPrint are installed (about half a minute more); without them the demo says why
+    and still succeeds."""
+    from .report import render_reports
+    from .report.pdf import check_weasyprint, find_chromium
+
     sample = shipped_dir("sample_data")
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -47,4 +56,15 @@ def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None) ->
 
     progress(f"rendering the {DEMO_MONTH} summary")
     summary = write_summary(config, DEMO_MONTH, config.report_dir / DEMO_MONTH / "summary.html")
-    return DemoResult(out_dir, config_path, final_db, summary, loaded.usage_rows, loaded.jobs)
+
+    formats, skipped = ["html", "pdf"], None
+    try:
+        find_chromium()
+        check_weasyprint()
+    except YolocostError as exc:
+        formats, skipped = ["html"], str(exc)
+        progress(f"HTML reports only: {skipped}")
+    progress(f"rendering the {DEMO_MONTH} reports ({' and '.join(f.upper() for f in formats)})")
+    result = render_reports(config, DEMO_MONTH, ["all"], formats, progress=progress)
+    return DemoResult(out_dir, config_path, final_db, summary, loaded.usage_rows, loaded.jobs,
+                      list(result.files), result.folder, skipped)

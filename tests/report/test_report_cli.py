@@ -1,0 +1,85 @@
+"""`yolocost report` as a user runs it: files, progress on stderr, one-line errors, exit 2
+without Chromium (and no hang), and file names that are safe for any project name."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import MONTH
+
+from yolocost.report import project_slugs, slug
+
+
+def _run(args, cwd, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def workdir(sample_db, tmp_path):
+    """A folder with the sample config (reports go to ./reports) pointing at the sample database."""
+    shutil.copyfile(sample_db.raw_dir / "yolocost.toml", tmp_path / "yolocost.toml")
+    return tmp_path, ["--db", str(sample_db.path)]
+
+
+def test_report_html_for_chosen_audiences(workdir):
+    folder, db = workdir
+    result = _run([*db, "report", "--month", MONTH, "--format", "html", "--audience", "project:视觉质检",
+                   "--audience", "admin"], folder)
+    assert result.returncode == 0, result.stderr
+    out = folder / "reports" / MONTH
+    files = sorted(p.name for p in out.iterdir())
+    cjk = f"project-{slug('视觉质检')}.html"
+    assert files == sorted(["admin.html", cjk]) and re.fullmatch(r"project-[0-9a-f]{8}\.html", cjk)
+    assert str(out / "admin.html") in result.stdout and str(out / cjk) in result.stdout
+    assert "reading the marts for the project 视觉质检 report" in result.stderr  # progress on stderr
+    assert "wrote " in result.stderr and "Traceback" not in result.stderr
+
+
+def test_report_without_chromium_says_how_to_install_it_and_stops(workdir):
+    folder, db = workdir
+    empty = folder / "empty-path"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    started = time.monotonic()
+    result = _run([*db, "report", "--month", MONTH], folder, env=env, timeout=60)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "apt-get install chromium" in lines[0]
+    assert not (folder / "reports").exists()  # it stopped before writing anything
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--month", "2026-13"], "is not a month"),
+    (["--month", "2026-12"], "no data for 2026-12"),
+    (["--month", MONTH, "--audience", "project:nope"], "no project 'nope'"),
+    (["--month", MONTH, "--audience", "everyone"], "is not admin, project:NAME or all"),
+    (["--month", MONTH, "--format", "docx"], "'docx' is not one of html, pdf"),
+    (["--month", MONTH, "--templates", "no-such-folder"], "templates folder not found"),
+])
+def test_bad_input_is_one_line_and_exit_2(workdir, args, message):
+    folder, db = workdir
+    result = _run([*db, "report", *args], folder)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_slugs_are_ascii_deterministic_and_unique():
+    names = ["vision", "drone-survey", "Drone Survey", "drone survey", "视觉质检", "视觉质检2", "<script>alert(1)</script>",
+             "../../etc", "a/b", "Ünïcode Prøject", "(unlabeled)", ".hidden", "x" * 200]
+    slugs = project_slugs(names)
+    assert len(set(slugs.values())) == len(names)
+    assert slugs == project_slugs(list(reversed(names)))  # same names, same file names
+    for name, s in slugs.items():
+        assert re.fullmatch(r"[a-z0-9][a-z0-9._-]*", s) and ".." not in s and len(s) <= 64, (name, s)
+    assert slugs["vision"] == "vision" and slugs["drone-survey"] == "drone-survey"
+    assert slugs["Drone Survey"].startswith("drone-survey-") and slugs["Ünïcode Prøject"].startswith("unicode-pr")
+    assert re.fullmatch(r"[0-9a-f]{8}", slugs["视觉质检"])

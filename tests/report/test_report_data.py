@@ -1,0 +1,94 @@
+"""The section data against the marts: printed cents add up, project data is the project's."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from conftest import MONTH
+
+from yolocost import finance
+from yolocost.errors import YolocostError
+from yolocost.report import data
+
+
+@pytest.fixture(scope="module")
+def con(sample_db):
+    connection = duckdb.connect(str(sample_db.path), read_only=True)
+    connection.execute("SET TimeZone = 'UTC'")
+    yield connection
+    connection.close()
+
+
+def _collect(con, config, project):
+    return data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                        currency=config.currency)
+
+
+def test_admin_cents_are_the_finance_csv_cents_and_add_up(con, sample_db):
+    report = _collect(con, sample_db.config, None)
+    totals = finance.project_totals_cents(con, MONTH)
+    assert {p["project"]: p["cents"] for p in report["projects"]} == totals
+    total = report["headline"]["current"]["total_cents"]
+    assert total == finance.total_cents(con, MONTH) == sum(totals.values())
+    # users of each project add up to that project's printed total
+    for project, cents in totals.items():
+        users = [u["cents"] for u in report["users"] if u["project"] == project]
+        if project != "(unallocated)":
+            assert sum(users) == cents, project
+    assert sum(g["cents"] for g in report["gpu_models"]) == total
+    held = total - totals["(unallocated)"]
+    assert report["image_tags"]["cents"] == held  # tags cover held time, to the cent
+    assert report["unallocated"]["cents"] == totals["(unallocated)"]
+    month_cost = con.execute("SELECT sum(cost) FROM mart_project_month WHERE month = ?", [MONTH]).fetchone()[0]
+    assert sum(r["cost"] for r in report["daily"]["rows"]) == month_cost  # the days' stacks are the month
+
+
+def test_project_data_is_the_projects_own(con, sample_db):
+    totals = finance.project_totals_cents(con, MONTH)
+    for project in data.month_projects(con, MONTH):
+        report = _collect(con, sample_db.config, project)
+        assert report["headline"]["current"]["total_cents"] == totals[project]
+        assert sum(u["cents"] for u in report["users"]) == totals[project]
+        assert sum(g["cents"] for g in report["gpu_models"]) == totals[project]
+        assert {u["project"] for u in report["users"]} == {project}
+        jobs = {r[0] for r in con.execute(
+            "SELECT job_id FROM mart_job_month WHERE month = ? AND project = ? AND bucket = 'project'",
+            [MONTH, project]).fetchall()}
+        assert {j["job_id"] for j in report["idle_waste"]["jobs"]} <= jobs
+        assert {j["job_id"] for j in report["tag_violations"]["jobs"]} <= jobs
+        assert {b["job_id"] for b in report["breakers"]["rows"]} <= jobs
+        assert sum(b["jobs"] for b in report["density"]["bins"]) == len(jobs)
+        assert "projects" not in report and "unallocated" not in report
+
+
+def test_project_leaderboard_is_the_marts_aggregate_over_its_jobs(con, sample_db):
+    config = sample_db.config
+    everyone = data.leaderboard_from_jobs(con, MONTH, None, config.timezone, config.grain_seconds)
+    mart = data.leaderboard(con, MONTH, None, config.timezone, config.grain_seconds)
+    key = lambda r: (r["model_type"], r["image_tag"])  # noqa: E731
+    assert len(everyone) == len(mart) > 10
+    for a, b in zip(sorted(everyone, key=key), sorted(mart, key=key)):
+        assert a["runs"] == b["runs"] and a["mean_cost_per_run"] == b["mean_cost_per_run"]
+        assert a["cost_per_map50_point"] == pytest.approx(b["cost_per_map50_point"])
+        assert a["mean_training_hours"] == pytest.approx(b["mean_training_hours"])
+    runs = sum(r["runs"] for p in data.month_projects(con, MONTH)
+               for r in data.leaderboard(con, MONTH, p, config.timezone, config.grain_seconds))
+    assert 0 < runs <= sum(r["runs"] for r in mart)  # the rest are unlabeled jobs' runs
+
+
+def test_actions_name_the_three_jobs_with_the_most_idle_waste(con, sample_db):
+    report = _collect(con, sample_db.config, None)
+    top = con.execute("SELECT job_id FROM mart_job_month WHERE month = ? ORDER BY idle_cost DESC, job_id LIMIT 3",
+                      [MONTH]).fetchall()
+    first = report["actions"][0]
+    assert "idle waste" in first["title"]
+    for (job,) in top:
+        assert job in first["detail"]
+    assert any("Pause stalled runs" in a["title"] for a in report["actions"])
+    assert any("Retag images" in a["title"] for a in report["actions"])
+
+
+def test_month_helpers():
+    assert data.previous_month("2026-01") == "2025-12" and data.previous_month("2026-10") == "2026-09"
+    with pytest.raises(YolocostError):
+        data.check_month("2026-1")

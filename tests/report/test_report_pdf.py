@@ -1,0 +1,104 @@
+"""The PDF reports, read back with poppler: totals, Chinese names in an embedded CJK font,
+"page X of Y" on every page, table headers repeated, charts as vector graphics."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import duckdb
+import pytest
+from conftest import MONTH, pdf_pages, pdf_text, require_tools
+
+from yolocost import finance
+
+
+@pytest.fixture(scope="module")
+def totals(sample_db):
+    con = duckdb.connect(str(sample_db.path), read_only=True)
+    try:
+        return finance.project_totals_cents(con, MONTH), finance.total_cents(con, MONTH)
+    finally:
+        con.close()
+
+
+def test_admin_pdf_prints_the_totals_names_and_page_numbers(rendered, totals):
+    require_tools(poppler=True)
+    pdf = rendered.file("admin", "pdf")
+    projects, total = totals
+    text = pdf_text(pdf)
+    assert f"{total:,.2f}" in text
+    for project, cents in projects.items():
+        assert project in text, project
+        assert f"{cents:,.2f}" in text, project
+    assert "视觉质检" in text and "张伟" in text
+    pages = pdf_pages(pdf)
+    assert pages >= 5
+    for page in range(1, pages + 1):
+        assert f"page {page} of {pages}" in pdf_text(pdf, page), page
+
+
+def test_admin_pdf_repeats_table_headers_on_every_page_a_table_spans(rendered):
+    require_tools(poppler=True)
+    pdf = rendered.file("admin", "pdf")
+    header = re.compile(r"User\s+Project\s+Jobs\s+GPU-hours\s+Density\s+Idle GPU-hours\s+Idle cost\s+Cost")
+    projects = "|".join(re.escape(a.project) for a in rendered.result.audiences[1:]) + r"|\(unlabeled\)"
+    # a row of the user table: user, project, jobs, GPU-hours, density
+    row = re.compile(rf"^\s*(?!job-)\S+\s+({projects})\s+\d+\s+[\d,]+\.\d\s+[\d.]+ %", re.M)
+    with_rows = [p for p in range(1, pdf_pages(pdf) + 1) if row.search(pdf_text(pdf, p, layout=True))]
+    # the user table (30 rows) runs over a page break, and each of its pages starts with its header
+    assert len(with_rows) >= 2
+    for page in with_rows:
+        assert header.search(pdf_text(pdf, page, layout=True)), page
+
+
+def test_pdfs_embed_a_cjk_font_and_draw_charts_as_vectors(rendered):
+    require_tools(poppler=True)
+    cjk = next(a for a in rendered.result.audiences if a.project == "视觉质检")
+    for stem in ("admin", cjk.stem):  # (pdffonts and pdfimages take seconds a file: two files)
+        pdf = rendered.file(stem, "pdf")
+        fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+        assert re.search(r"Noto-Sans-CJK-SC\S*\s.*\byes\s+yes\s+yes", fonts), (stem, fonts)
+        images = subprocess.run(["pdfimages", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+        assert len(images.strip().splitlines()) == 2, (stem, images)  # only the header lines: no raster image
+        text = pdf_text(pdf)
+        # chart titles, axis and legend labels are text in the vector drawing, not pixels
+        assert "Cost per day by" in text and "Jobs by effective compute density" in text, stem
+        assert "0–10 %" in text and "90–100 %" in text
+    text = pdf_text(rendered.file(cjk.stem, "pdf"))
+    assert "视觉质检" in text and "张伟" in text
+
+
+def test_pdf_pages_render_to_images(rendered, tmp_path):
+    require_tools(poppler=True)
+    pdf = rendered.file("admin", "pdf")
+    subprocess.run(["pdftoppm", "-r", "40", "-png", "-f", "1", "-l", "2", str(pdf), str(tmp_path / "p")], check=True)
+    pngs = sorted(tmp_path.glob("p-*.png"))
+    assert len(pngs) == 2 and all(p.stat().st_size > 5_000 for p in pngs)
+
+
+def test_progress_goes_through_the_callback(rendered):
+    lines = rendered.result.progress
+    assert any(line.startswith("starting Chromium") for line in lines)
+    assert sum(line.startswith("wrote ") for line in lines) == 14  # 7 audiences x HTML, PDF
+
+
+@pytest.mark.parametrize("script", ["exec sleep 987654", "exit 1"])
+def test_a_browser_that_hangs_or_dies_is_one_clean_error(tmp_path, script):
+    """A Chromium that never answers (or dies at once) ends in a YolocostError, not a hang,
+    and leaves no process behind."""
+    import time
+
+    from yolocost.errors import YolocostError
+    from yolocost.report.pdf import SvgExporter
+
+    fake = tmp_path / "chromium"
+    fake.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    fake.chmod(0o755)
+    started = time.monotonic()
+    with pytest.raises(YolocostError, match=r"starting Chromium .* (timed out after 3 s|failed)"):
+        with SvgExporter(str(fake), start_timeout=3):
+            pass
+    assert time.monotonic() - started < 20
+    for pattern in (str(fake), "sleep 987654"):
+        assert subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout == ""

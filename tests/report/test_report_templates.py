@@ -1,0 +1,63 @@
+"""Templates are files: a folder of your own overrides the shipped ones by file name, and
+everything it does not override still comes from the shipped set."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from conftest import MONTH
+
+from yolocost.report import render_reports
+from yolocost.resources import shipped_dir
+
+
+def _sections(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<section id="(\w+)">(.*?)</section>', page, re.S))
+
+
+def _render(config, tmp_path, name, templates=None) -> str:
+    config = dataclasses.replace(config, report_dir=tmp_path / name)
+    result = render_reports(config, MONTH, ["admin"], ["html"], templates_dir=templates)
+    return result.files[0].read_text(encoding="utf-8")
+
+
+def test_overriding_one_section_changes_that_section_only(sample_db, tmp_path):
+    mine = tmp_path / "my-templates"
+    (mine / "sections").mkdir(parents=True)
+    (mine / "sections" / "idle_waste.html").write_text(
+        '<section id="idle_waste"><h2>Idle time, our way</h2>'
+        "<p>{{ r.idle_waste.jobs | length }} jobs, first {{ r.idle_waste.jobs[0].job_id }}</p></section>\n",
+        encoding="utf-8")
+    shipped = _render(sample_db.config, tmp_path, "shipped")
+    custom = _render(sample_db.config, tmp_path, "custom", templates=mine)
+
+    a, b = _sections(shipped), _sections(custom)
+    assert list(a) == list(b) and "idle_waste" in a and len(a) == 13
+    assert "Idle time, our way" in b["idle_waste"] and "Idle time, our way" not in shipped
+    assert re.search(r"15 jobs, first job-\d{6}", b["idle_waste"])
+    assert "Jobs with the most idle waste" in a["idle_waste"] and "Jobs with the most idle waste" not in custom
+    for name in a:
+        if name != "idle_waste":
+            assert a[name] == b[name], name  # every other section is the shipped one, unchanged
+    # its chart is not drawn by the custom section, the others still are
+    assert 'data-chart="chart-idle_waste"' not in custom and 'data-chart="chart-daily"' in custom
+
+
+def test_config_templates_dir_is_used_and_the_option_wins(sample_db, tmp_path):
+    from_config, from_option = tmp_path / "cfg", tmp_path / "opt"
+    for folder, word in ((from_config, "from-config"), (from_option, "from-option")):
+        (folder / "sections").mkdir(parents=True)
+        (folder / "sections" / "actions.html").write_text(f'<section id="actions">{word}</section>', encoding="utf-8")
+    config = dataclasses.replace(sample_db.config, templates_dir=from_config)
+    assert "from-config" in _render(config, tmp_path, "a")
+    page = _render(config, tmp_path, "b", templates=from_option)
+    assert "from-option" in page and "from-config" not in page
+
+
+def test_shipped_templates_are_a_layout_and_one_partial_per_section():
+    templates = shipped_dir("templates")
+    assert (templates / "report.html").is_file() and (templates / "summary.html").is_file()
+    names = {p.stem for p in (templates / "sections").glob("*.html")}
+    assert names == {"headline", "actions", "daily", "projects", "users", "gpu_models", "image_tags", "density",
+                     "idle_waste", "leaderboard", "breakers", "tag_violations", "unallocated"}

@@ -1,0 +1,256 @@
+"""Monthly chargeback reports: one for the department admins, one per project.
+
+    render_reports(config, "2026-10", audiences=["all"], formats=["html", "pdf"])
+
+writes into `<report_dir>/2026-10/`: `admin.html`/`admin.pdf` (every project side by side)
+and `project-<slug>.html`/`.pdf` per project, which show that project's own jobs and users
+and the cluster only as its share. The section data come from the marts only (data.py),
+the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
+carries the same figures as vector SVG through kaleido and WeasyPrint (pdf.py). The pages
+are Jinja templates (reports/templates/: report.html, sections/*.html, style.css,
+print.css, charts.js), each of which a user's templates folder may override by file name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from .. import db
+from ..config import Config
+from ..errors import YolocostError
+from ..templating import environment
+from . import charts, data
+from . import html as html_out
+
+Progress = Callable[[str], None]
+FORMATS = ("html", "pdf")
+
+# (id, title): the sections in page order; each is the template sections/<id>.html
+ADMIN_SECTIONS = (
+    ("headline", "Headline"), ("actions", "What to do"), ("daily", "Cost per day"),
+    ("projects", "Cost by project"), ("users", "Cost by user"), ("gpu_models", "Cost by GPU model"),
+    ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
+    ("leaderboard", "Value leaderboard"), ("breakers", "Breaker candidates"),
+    ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
+)
+PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated"))
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who a report is for: the admins (project None) or one project."""
+
+    project: str | None
+    slug: str = "admin"
+
+    @property
+    def stem(self) -> str:
+        return "admin" if self.project is None else f"project-{self.slug}"
+
+    @property
+    def label(self) -> str:
+        return "admin" if self.project is None else f"project {self.project}"
+
+
+@dataclass
+class ReportResult:
+    month: str
+    folder: Path
+    files: list[Path] = field(default_factory=list)
+    audiences: list[Audience] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+    html_seconds: float = 0.0
+    pdf_seconds: float = 0.0
+    charts: int = 0
+
+
+# --------------------------------------------------------------------------- names
+
+
+_SAFE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")
+
+
+def _hash(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+
+
+def slug(name: str) -> str:
+    """A file-name-safe ASCII slug, the same for the same name in every run.
+
+    A name that already is a safe lower-case slug is kept as it is; any other name gets a
+    short hash of the full name, after what ASCII it has ('Drone Survey' ->
+    'drone-survey-1a2b3c4d', '视觉质检' -> '5f3e...'), so two names never share a slug."""
+    if _SAFE.fullmatch(name) and ".." not in name:
+        return name
+    ascii_part = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
+    ascii_part = re.sub(r"[^a-z0-9]+", "-", ascii_part).strip("-")[:40].strip("-")
+    return f"{ascii_part}-{_hash(name)}" if ascii_part else _hash(name)
+
+
+def project_slugs(names: Iterable[str]) -> dict[str, str]:
+    """Slugs for a month's projects; a (very unlikely) clash falls back to the full hash."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for name in sorted(set(names)):
+        s = slug(name)
+        if s in seen:
+            s = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+        seen[s] = name
+        out[name] = s
+    return out
+
+
+def parse_formats(spec: str | Sequence[str]) -> list[str]:
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    formats = []
+    for item in (i.strip().lower() for i in items):
+        if item not in FORMATS:
+            raise YolocostError(f"--format: {item!r} is not one of {', '.join(FORMATS)}")
+        if item not in formats:
+            formats.append(item)
+    if not formats:
+        raise YolocostError("--format: give html, pdf or both")
+    return formats
+
+
+def resolve_audiences(specs: Sequence[str], projects: Sequence[str], month: str) -> list[Audience]:
+    """'all' (admin and every project), 'admin' or 'project:NAME', in that order, deduplicated."""
+    slugs = project_slugs(projects)
+    wanted: list[Audience] = []
+    for spec in specs or ("all",):
+        if spec == "all":
+            items = [Audience(None)] + [Audience(p, slugs[p]) for p in projects]
+        elif spec == "admin":
+            items = [Audience(None)]
+        elif spec.startswith("project:"):
+            name = spec[len("project:"):]
+            if name not in slugs:
+                raise YolocostError(f"--audience: no project {name!r} held a GPU in {month}")
+            items = [Audience(name, slugs[name])]
+        else:
+            raise YolocostError(f"--audience: {spec!r} is not admin, project:NAME or all")
+        wanted += [a for a in items if a not in wanted]
+    return wanted
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    """Write next to the target and rename, so a reader never sees half a report."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(content, bytes):
+        tmp.write_bytes(content)
+    else:
+        tmp.write_text(content, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _context(config: Config, month: str, audience: Audience, report: dict) -> dict:
+    admin = audience.project is None
+    return {
+        "month": month,
+        "previous_month": data.previous_month(month),
+        "audience": {"admin": admin, "project": audience.project,
+                     "title": "All projects" if admin else audience.project},
+        "sections": [{"id": s, "title": t} for s, t in (ADMIN_SECTIONS if admin else PROJECT_SECTIONS)],
+        "cluster_name": config.cluster,
+        "currency": config.currency,
+        "timezone": config.timezone,
+        "thresholds": config.thresholds,
+        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "top": data.TOP,
+        "r": report,
+    }
+
+
+def render_reports(
+    config: Config,
+    month: str,
+    audiences: Sequence[str] = ("all",),
+    formats: Sequence[str] | str = FORMATS,
+    templates_dir: Path | None = None,
+    progress: Progress = lambda _: None,
+) -> ReportResult:
+    """Render the month's reports for the audiences in the formats; returns what was written."""
+    data.check_month(month)
+    formats = parse_formats(formats)
+    templates = Path(templates_dir) if templates_dir else config.templates_dir
+    if templates is not None and not Path(templates).is_dir():
+        raise YolocostError(f"{templates}: templates folder not found")
+    chromium = None
+    if "pdf" in formats:  # fail before writing anything, and before starting a browser
+        from . import pdf
+
+        chromium = pdf.find_chromium()
+        pdf.check_weasyprint()
+
+    con = db.connect(config.database, read_only=True)
+    try:
+        known = data.months_with_data(con)
+        if month not in known:
+            have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
+            raise YolocostError(f"{config.database}: no data for {month}{have}")
+        chosen = resolve_audiences(list(audiences), data.month_projects(con, month), month)
+        reports = {}
+        for audience in chosen:
+            progress(f"reading the marts for the {audience.label} report")
+            reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
+                                             grain_seconds=config.grain_seconds, currency=config.currency)
+    finally:
+        con.close()
+
+    folder = Path(config.report_dir) / month
+    folder.mkdir(parents=True, exist_ok=True)
+    env = environment(templates)
+    page = env.get_template("report.html")
+    result = ReportResult(month, folder, audiences=chosen, formats=formats)
+    figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in chosen}
+    result.charts = sum(len(f) for f in figures.values())
+
+    if "html" in formats:
+        started = time.monotonic()
+        for audience in chosen:
+            figs = figures[audience]
+            text = page.render(
+                **_context(config, month, audience, reports[audience]), fmt="html",
+                chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
+                has_chart=lambda name, figs=figs: name in figs,
+                plotly_js=html_out.plotly_js(),
+            )
+            result.files.append(_write(folder / f"{audience.stem}.html", text))
+            progress(f"wrote {result.files[-1]}")
+        result.html_seconds = time.monotonic() - started
+
+    if "pdf" in formats:
+        from . import pdf
+
+        started = time.monotonic()
+        progress(f"starting Chromium ({chromium}) to export {result.charts} charts as SVG")
+        with pdf.SvgExporter(chromium) as exporter:
+            svgs = {a: {name: exporter.svg(fig) for name, fig in figures[a].items()} for a in chosen}
+        for audience in chosen:
+            mine = svgs[audience]
+            text = page.render(
+                **_context(config, month, audience, reports[audience]), fmt="pdf",
+                chart=lambda name, mine=mine: pdf.chart_markup(mine[name]) if name in mine else "",
+                has_chart=lambda name, mine=mine: name in mine,
+                plotly_js="",
+            )
+            out = folder / f"{audience.stem}.pdf"
+            tmp = out.with_name(f".{out.name}.tmp")
+            pdf.write_pdf(text, tmp)
+            os.replace(tmp, out)
+            result.files.append(out)
+            progress(f"wrote {out}")
+        result.pdf_seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,271 @@
+"""Plotly figures of the report sections, the same for the HTML page and the PDF.
+
+Every figure is built from one section's data only, so a project report's figures hold
+nothing the project's tables do not. Labels are HTML-escaped before they reach plotly.js:
+it renders `<b>`, `<br>` and entities in text, so an escaped label shows literally (a
+project called `<script>` is text in the SVG, not markup). No MathJax, no web fonts.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable
+
+import plotly.graph_objects as go
+
+FONT = '"Noto Sans", "Noto Sans CJK SC", "Helvetica Neue", Arial, sans-serif'
+PALETTE = ["#3b6ea5", "#e07b39", "#4c9a6a", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
+           "#ccb974", "#64b5cd", "#2f4b7c", "#a05195", "#f95d6a", "#ffa600", "#665191", "#d45087"]
+BUCKET_COLORS = {"unlabeled": "#b0b7c0", "unallocated": "#dde2e8"}
+STATUS_COLORS = {"ok": "#4c9a6a", "latest": "#c44e52", "empty": "#e07b39", "digest_only": "#8172b3",
+                 "nonconforming": "#ccb974"}
+WIDTH = 760  # px: the SVG width for the PDF (scaled to the page), the HTML chart fills its box
+MAX_BARS = 20
+DAY_MS = 86_400_000
+
+
+def esc(value: Any) -> str:
+    """A label as plotly.js shows it literally."""
+    return html.escape("" if value is None else str(value), quote=False)
+
+
+def _f(value) -> float:
+    return 0.0 if value is None else float(value)
+
+
+def _layout(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
+    layout = {
+        "template": "plotly_white",
+        "title": {"text": esc(title), "x": 0, "xanchor": "left", "font": {"size": 14}},
+        "font": {"family": FONT, "size": 11, "color": "#1f2933"},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
+        "hoverlabel": {"font": {"family": FONT}},
+    }
+    fig.update_layout(**{**layout, **extra})
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def _hbar_height(n: int) -> int:
+    return max(220, min(MAX_BARS, n) * 24 + 90)
+
+
+def _colors(names: Iterable[str]) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
+
+
+def daily(section: dict, currency: str) -> go.Figure | None:
+    found = section["rows"]
+    if not found:
+        return None
+    series: dict[tuple[str, str], dict[str, float]] = {}
+    for r in found:
+        series.setdefault((r.get("bucket", "project"), r["series"]), {})[r["day"]] = _f(r["cost"])
+    colors = _colors(name for bucket, name in series if bucket == "project")
+    days = sorted({r["day"] for r in found})
+    fig = go.Figure()
+    for (bucket, name), by_day in sorted(series.items(), key=lambda kv: (kv[0][0] != "project", kv[0][1])):
+        fig.add_bar(x=[f"{d} 12:00" for d in days], y=[by_day.get(d, 0.0) for d in days], name=esc(name), width=DAY_MS * 0.8,
+                    marker_color=BUCKET_COLORS.get(bucket, colors.get(name)),
+                    hovertemplate=f"%{{x|%a %d %b}}<br>{esc(name)}: %{{y:,.2f}} {currency}<extra></extra>")
+    _layout(fig, f"Cost per day by {section['series_label']} ({currency})", 380, barmode="stack")
+    # the whole month, a tick a week, whatever days had usage
+    fig.update_xaxes(type="date", tickformat="%d %b", dtick=7 * DAY_MS, tick0=section["first_day"],
+                     range=[section["first_day"], section["next_month"]])
+    return fig
+
+
+def projects(found: list[dict], currency: str) -> go.Figure | None:
+    if not found:
+        return None
+    items = list(reversed(found))
+    colors = _colors(r["project"] for r in found if r["bucket"] == "project")
+    fig = go.Figure(go.Bar(
+        y=[esc(r["project"]) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
+        marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"])) for r in items],
+        customdata=[[_f(r["gpu_hours"]), (r["share"] or 0) * 100] for r in items],
+        hovertemplate=(f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
+                       "%{customdata[1]:.1f} % of the total<extra></extra>"),
+    ))
+    return _layout(fig, f"Cost by project ({currency})", _hbar_height(len(items)), showlegend=False)
+
+
+def users(found: list[dict], currency: str, admin: bool) -> go.Figure | None:
+    top = found[:MAX_BARS]
+    if not top:
+        return None
+    items = list(reversed(top))
+    label = (lambda r: f"{esc(r['user_name'])} · {esc(r['project'])}") if admin else (lambda r: esc(r["user_name"]))
+    colors = _colors(r["project"] for r in top)
+    fig = go.Figure(go.Bar(
+        y=[label(r) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
+        marker_color=[BUCKET_COLORS.get(r["bucket"], colors[r["project"]]) if admin else PALETTE[0] for r in items],
+        customdata=[[r["jobs"], _f(r["gpu_hours"])] for r in items],
+        hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]}} jobs, "
+                      "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
+    ))
+    title = f"Cost by user ({currency})" + (f", top {MAX_BARS}" if len(found) > MAX_BARS else "")
+    return _layout(fig, title, _hbar_height(len(items)), showlegend=False)
+
+
+def gpu_models(found: list[dict], currency: str, admin: bool) -> go.Figure | None:
+    if not found:
+        return None
+    names = [esc(r["gpu_model"]) for r in found]
+    fig = go.Figure()
+    if admin:
+        fig.add_bar(x=names, y=[_f(r["attributed_cost"]) for r in found], name="held by jobs",
+                    marker_color=PALETTE[0], hovertemplate=f"%{{x}}<br>held: %{{y:,.2f}} {currency}<extra></extra>")
+        fig.add_bar(x=names, y=[_f(r["unallocated_cost"]) for r in found], name="unallocated",
+                    marker_color=BUCKET_COLORS["unallocated"],
+                    hovertemplate=f"%{{x}}<br>unallocated: %{{y:,.2f}} {currency}<extra></extra>")
+        fig.add_bar(x=names, y=[_f(r["energy_cost"]) for r in found], name="energy",
+                    marker_color=PALETTE[1], hovertemplate=f"%{{x}}<br>energy: %{{y:,.2f}} {currency}<extra></extra>")
+        return _layout(fig, f"Cost by GPU model ({currency})", 340, barmode="stack")
+    fig.add_bar(x=names, y=[_f(r["cents"]) for r in found], marker_color=PALETTE[0],
+                customdata=[_f(r["gpu_hours"]) for r in found],
+                hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata:,.1f}} GPU-hours<extra></extra>")
+    return _layout(fig, f"Cost by GPU model ({currency})", 320, showlegend=False)
+
+
+def image_tags(section: dict, currency: str) -> go.Figure | None:
+    top = section["rows"]
+    if not top:
+        return None
+    items = list(reversed(top))
+    fig = go.Figure()
+    for status in sorted({r["tag_status"] for r in top}, key=lambda s: (s != "ok", s)):
+        mine = [r for r in items if r["tag_status"] == status]
+        fig.add_bar(y=[esc(r["image_tag"]) for r in mine], x=[_f(r["cents"]) for r in mine], orientation="h",
+                    name=esc(status), marker_color=STATUS_COLORS.get(status, PALETTE[7]),
+                    customdata=[[(r["density"] or 0) * 100, r["jobs"]] for r in mine],
+                    hovertemplate=(f"%{{y}}: %{{x:,.2f}} {currency}<br>density %{{customdata[0]:.1f}} %, "
+                                   "%{customdata[1]} jobs<extra>" + esc(status) + "</extra>"))
+    fig.update_yaxes(categoryorder="array", categoryarray=[esc(r["image_tag"]) for r in items])
+    title = f"Cost by image tag ({currency})" + (f", top {len(top)}" if section["other"] else "")
+    return _layout(fig, title, _hbar_height(len(items)), barmode="stack")
+
+
+def density(section: dict) -> go.Figure | None:
+    bins = section["bins"]
+    if not section["jobs"]:
+        return None
+    fig = go.Figure(go.Bar(
+        x=[b["label"] for b in bins], y=[b["jobs"] for b in bins],
+        marker_color=[PALETTE[3] if i < len(bins) // 2 else PALETTE[0] for i, b in enumerate(bins)],
+        customdata=[_f(b["gpu_hours"]) for b in bins],
+        hovertemplate="density %{x}: %{y} jobs<br>%{customdata:,.1f} GPU-hours<extra></extra>",
+    ))
+    _layout(fig, "Jobs by effective compute density", 300, showlegend=False)
+    fig.update_yaxes(title_text="jobs")
+    return fig
+
+
+def idle_waste(section: dict, currency: str, admin: bool) -> go.Figure | None:
+    jobs = section["jobs"]
+    if not jobs:
+        return None
+    items = list(reversed(jobs))
+    fig = go.Figure(go.Bar(
+        y=[esc(j["job_id"]) for j in items], x=[_f(j["idle_cost"]) for j in items], orientation="h",
+        marker_color=PALETTE[3],
+        customdata=[[_f(j["idle_gpu_hours"]), esc(j["user_name"]) + (" · " + esc(j["project"]) if admin else "")]
+                    for j in items],
+        hovertemplate=f"%{{y}} (%{{customdata[1]}}): %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.2f}} idle "
+                      "GPU-hours<extra></extra>",
+    ))
+    return _layout(fig, f"Jobs with the most idle waste ({currency})", _hbar_height(len(items)), showlegend=False)
+
+
+def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
+    points = [r for r in found if r["mean_map50"] is not None]
+    if not points:
+        return None
+    models = sorted({r["model_type"] or "" for r in points})
+    colors = _colors(models)
+    fig = go.Figure()
+    for model in models:
+        mine = [r for r in points if (r["model_type"] or "") == model]
+        fig.add_scatter(
+            x=[_f(r["mean_cost_per_run"]) for r in mine], y=[_f(r["mean_map50"]) for r in mine], mode="markers",
+            name=esc(model), marker={"color": colors[model], "size": [8 + 3 * min(r["runs"], 6) for r in mine],
+                                     "line": {"width": 0.5, "color": "#ffffff"}},
+            customdata=[[esc(r["image_tag"]), r["runs"], _f(r["cost_per_map50_point"])] for r in mine],
+            hovertemplate=(esc(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
+                           f"%{{x:,.2f}} {currency} per run, %{{customdata[2]:,.2f}} {currency} per mAP point"
+                           "<extra></extra>"))
+    _layout(fig, "Value: mAP50 against cost per run", 380,
+            legend={"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})
+    fig.update_xaxes(title_text=f"mean cost per run ({currency})", type="log")
+    fig.update_yaxes(title_text="mean mAP50")
+    return fig
+
+
+def breakers(section: dict, currency: str) -> go.Figure | None:
+    found = section["rows"][:MAX_BARS]
+    if not found:
+        return None
+    items = list(reversed(found))
+    fig = go.Figure(go.Bar(
+        y=[f"{esc(r['job_id'])} · {r['start']}" for r in items], x=[_f(r["cents"]) for r in items],
+        orientation="h", marker_color=PALETTE[4],
+        customdata=[[_f(r["stretch_hours"]), _f(r["gpu_hours"])] for r in items],
+        hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency} saved<br>%{{customdata[0]:,.1f}} h stalled, "
+                      "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
+    ))
+    return _layout(fig, f"What a pause would have saved ({currency})", _hbar_height(len(items)), showlegend=False)
+
+
+def tag_violations(section: dict, currency: str) -> go.Figure | None:
+    found = section["by_status"]
+    if not found:
+        return None
+    fig = go.Figure(go.Bar(
+        x=[esc(s["status"]) for s in found], y=[_f(s["cents"]) for s in found],
+        marker_color=[STATUS_COLORS.get(s["status"], PALETTE[7]) for s in found],
+        customdata=[s["jobs"] for s in found],
+        hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}, %{{customdata}} jobs<extra></extra>",
+    ))
+    return _layout(fig, f"Spend on images that break the tag policy ({currency})", 300, showlegend=False)
+
+
+def unallocated(section: dict) -> go.Figure | None:
+    hosts = section["hosts"]
+    if not hosts:
+        return None
+    names = sorted({h["hostname"] for h in hosts})
+    order = sorted(names, key=lambda n: -sum(_f(h["unallocated_gpu_hours"]) for h in hosts if h["hostname"] == n))
+    models = sorted({h["gpu_model"] for h in hosts})
+    colors = _colors(models)
+    fig = go.Figure()
+    for model in models:
+        mine = {h["hostname"]: h for h in hosts if h["gpu_model"] == model}
+        fig.add_bar(x=[esc(n) for n in order], y=[_f(mine[n]["unallocated_gpu_hours"]) if n in mine else 0 for n in order],
+                    name=esc(model), marker_color=colors[model],
+                    hovertemplate="%{x}: %{y:,.1f} unallocated GPU-hours<extra>" + esc(model) + "</extra>")
+    _layout(fig, "Unallocated GPU-hours by host", 340, barmode="stack")
+    fig.update_yaxes(title_text="GPU-hours")
+    return fig
+
+
+def build(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
+    """The figures of one audience's report, by section name (sections without data have none)."""
+    figures = {
+        "daily": daily(report["daily"], currency),
+        "users": users(report["users"], currency, admin),
+        "gpu_models": gpu_models(report["gpu_models"], currency, admin),
+        "image_tags": image_tags(report["image_tags"], currency),
+        "density": density(report["density"]),
+        "idle_waste": idle_waste(report["idle_waste"], currency, admin),
+        "leaderboard": leaderboard(report["leaderboard"], currency),
+        "breakers": breakers(report["breakers"], currency),
+        "tag_violations": tag_violations(report["tag_violations"], currency),
+    }
+    if admin:
+        figures["projects"] = projects(report["projects"], currency)
+        figures["unallocated"] = unallocated(report["unallocated"])
+    return {name: fig for name, fig in figures.items() if fig is not None}
+
