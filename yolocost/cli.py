@@ -388,6 +388,29 @@ def export_finance_command(state: State, month, out):
     click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})")
 
 
+@main.command()
+@click.option("--month", metavar="YYYY-MM", help="Month to run (default: the previous full month, local time).")
+@click.option("--format", "formats", default="html,pdf", show_default=True, metavar="LIST",
+              help="Report formats: html, pdf or html,pdf.")
+@pass_state
+def monthly(state: State, month, formats):
+    """The monthly cron job: ingest the month, render its reports, write its finance CSV.
+
+    Safe to rerun (every step replaces what the month had); a second run while one is
+    going is refused; any failure exits non-zero with the reason on one line.
+
+    \b
+    Example (crontab, 06:00 on the 1st):
+      0 6 1 * *  yolocost --config /etc/yolocost.toml -q monthly
+    """
+    from .monthly import run_monthly
+
+    result = run_monthly(state.config, month, formats, state.log)
+    click.echo(f"{result.month}: {result.ingest.usage_rows:,} usage rows ingested, "
+               f"{len(result.reports.files)} report file(s) in {result.reports.folder}, "
+               f"finance CSV {result.finance.path} (total {result.finance.total} {result.finance.currency})")
+
+
 @main.group(name="config")
 def config_group():
     """Check the configuration."""

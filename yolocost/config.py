@@ -8,6 +8,7 @@ and what is wrong (a `ConfigError`).
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import urlsplit
 import datetime as dt
 import math
 import os
@@ -423,6 +424,10 @@ class _Parser:
         url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
         if not re.match(r"^https?://[^/\s]+", url):
             raise self.fail("prometheus.url", f"must start with http:// or https://, got {url!r}")
+        try:
+            urlsplit(url).port
+        except ValueError as exc:
+            raise self.fail("prometheus.url", f"{exc}") from None
         username = self.get(tbl, prefix, "username", self.string, None)
         password = self.secret(tbl, prefix, "password")
         if (username is None) != (password is None):

@@ -8,6 +8,7 @@ ingest of the same database out while one runs.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import re
@@ -68,8 +69,10 @@ def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
 
 
 def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progress = lambda _: None,
-           now: dt.datetime | None = None) -> IngestResult:
-    """Fetch [start, end) from Prometheus and make it the database's contents for that window."""
+           now: dt.datetime | None = None, lock: bool = True) -> IngestResult:
+    """Fetch [start, end) from Prometheus and make it the database's contents for that window.
+
+    `lock=False` is for a caller that already holds the database's lock (`monthly`)."""
     grain = config.grain_seconds
     s, e = int(start.timestamp()), int(end.timestamp())
     if s % grain or e % grain:
@@ -81,7 +84,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     if s >= current:
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
-    with db.exclusive(config.database, "ingest"):
+    with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext():
         client = PrometheusClient(config.prometheus)
         try:
             fetcher = _Fetcher(config, client, progress)

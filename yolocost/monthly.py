@@ -1,0 +1,52 @@
+"""`yolocost monthly`: the cron job. Ingest last month, render its reports, export its CSV.
+
+The whole run holds the database's lock, so a second run (or an ingest) waits for nothing
+and is refused at once. Each step replaces what an earlier run of the same month wrote, so a
+rerun after a failure, or a second run, gives the same files; the CSV is byte-identical.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Callable
+from zoneinfo import ZoneInfo
+
+from . import db
+from .config import Config
+from .finance import FinanceExport, export_finance
+from .ingest import IngestResult, ingest, month_window
+from .report import ReportResult, render_reports
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class MonthlyResult:
+    month: str
+    ingest: IngestResult
+    reports: ReportResult
+    finance: FinanceExport
+
+
+def previous_month(config: Config, now: dt.datetime | None = None) -> str:
+    """The last full calendar month in the configured time zone."""
+    local = (now or dt.datetime.now(dt.timezone.utc)).astimezone(ZoneInfo(config.timezone))
+    first = local.date().replace(day=1)
+    last = first - dt.timedelta(days=1)
+    return f"{last:%Y-%m}"
+
+
+def run_monthly(config: Config, month: str | None = None, formats: str = "html,pdf",
+                progress: Progress = lambda _: None) -> MonthlyResult:
+    """Ingest, report and export one month (default: the previous one) under one lock."""
+    month = month or previous_month(config)
+    start, end = month_window(config, month)
+    with db.exclusive(config.database, f"monthly {month}"):
+        progress(f"monthly {month}: ingest")
+        ingested = ingest(config, start, end, progress, lock=False)
+        progress(f"monthly {month}: reports")
+        reports = render_reports(config, month, ("all",), formats, None, progress)
+        progress(f"monthly {month}: finance CSV")
+        finance = export_finance(config, month, None)
+    return MonthlyResult(month, ingested, reports, finance)
