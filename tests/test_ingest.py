@@ -19,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from conftest import sample_config
 
 CLI = [sys.executable, "-m", "yolocost"]
 
@@ -31,11 +32,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def dbs(prom_sample, tmp_path_factory):
     """(ingested, truth): two DuckDB files for the sample window, and the sample itself."""
-    sample, server = prom_sample
+    sample = prom_sample[0]
     root = tmp_path_factory.mktemp("ingest-truth")
-    text = sample.files["config"].read_text(encoding="utf-8")
-    config = root / "yolocost.toml"
-    config.write_text(text.replace('url = "http://127.0.0.1:9090"', f'url = "{server.url}"'), encoding="utf-8")
+    config = sample_config(prom_sample, root)
     ingested, truth = root / "ingested.duckdb", root / "truth.duckdb"
     sc = sample.scenario
     result = _run("--config", str(config), "--db", str(ingested), "ingest", "--start", sc["start_utc"],
