@@ -1,0 +1,124 @@
+"""Counting hook for path (a) of the ingest benchmark, active only when YOLOCOST_BENCH_COUNTS is set.
+
+`benchmarks/ingest_bench.py` runs the real `yolocost` console script with this folder on
+PYTHONPATH. Python imports `sitecustomize` at start-up; this one wraps a few functions of
+yolocost.ingest to count what the ingest fetched (answers, series, points per grain query),
+fingerprint the requests it sent for them, and to time its stages, and writes both as JSON at exit. The wrappers add a counter and
+two clock reads per call: nothing measurable next to the ingest itself.
+"""
+
+import os
+
+_path = os.environ.get("YOLOCOST_BENCH_COUNTS")
+if _path:
+    import atexit
+    import json
+    import time
+
+    _t0 = time.monotonic()
+    _counts: dict = {}
+    _stages: dict = {}
+    _hwm: dict = {}  # peak RSS (VmHWM, MiB) of the process when a stage ended
+
+    def _vmhwm() -> float:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def _timed(owner, name, label, hwm=True):
+        orig = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            t = time.monotonic()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                _stages[label] = _stages.get(label, 0.0) + time.monotonic() - t
+                if hwm:
+                    _hwm[label] = round(_vmhwm(), 1)
+
+        setattr(owner, name, wrapper)
+
+    import yolocost.ingest as _ing
+
+    _add = _ing._Points.add
+
+    def _counting_add(self, name, result):
+        c = _counts.setdefault(name, {"answers": 0, "series": 0, "points": 0})
+        c["answers"] += 1
+        c["series"] += len(result)
+        c["points"] += sum(len(s["values"]) for s in result)
+        return _add(self, name, result)
+
+    _ing._Points.add = _counting_add
+
+    import hashlib
+    import threading
+
+    # fingerprints of the requests sent while fetching grain points (as benchmarks/floor.py
+    # computes them), so the floor can be checked to send exactly these
+    _requests: list = []
+    _recording = threading.Event()
+    _client = _ing.PrometheusClient
+    _query, _query_range = _client.query, _client.query_range
+    from yolocost.promclient import _ts
+
+    def _note(path, params):
+        if _recording.is_set():
+            _requests.append(hashlib.sha256(json.dumps([path, params], sort_keys=True).encode()).hexdigest()[:16])
+
+    def _recording_query(self, promql, at):
+        _note("/api/v1/query", {"query": promql, "time": _ts(at)})
+        return _query(self, promql, at)
+
+    def _recording_query_range(self, promql, start, end, step):
+        _note("/api/v1/query_range", {"query": promql, "start": _ts(start), "end": _ts(end), "step": _ts(step)})
+        return _query_range(self, promql, start, end, step)
+
+    _client.query, _client.query_range = _recording_query, _recording_query_range
+    _grain_points = _ing._Fetcher._grain_points
+
+    def _recording_grain_points(self, *args, **kwargs):
+        _recording.set()
+        try:
+            return _grain_points(self, *args, **kwargs)
+        finally:
+            _recording.clear()
+
+    _ing._Fetcher._grain_points = _recording_grain_points
+    _timed(_ing._Fetcher, "run", "fetch_total_s")
+    _timed(_ing._Fetcher, "_grain_points", "grain_queries_s")
+    _timed(_ing._Points, "add", "json_to_arrays_s", hwm=False)
+    _timed(_ing._Fetcher, "_usage", "assemble_s")
+    _timed(_ing._Fetcher, "_training", "training_s")
+    _timed(_ing, "rebuild", "rebuild_models_s")
+    _timed(_ing, "replace_window", "replace_window_s")
+    _timed(_ing, "_stage", "stage_s")
+    _timed(_ing.PrometheusClient, "_decode", "json_decode_s", hwm=False)  # summed over the worker threads
+
+    if os.environ.get("YOLOCOST_BENCH_DUCKDB_STAGING_FIX") == "1":
+        # Work around a DuckDB 2.0.0 bug (BENCHMARKS.md): rows inserted in parallel into a
+        # table created in the same transaction are invisible to later scans of it once
+        # there are more than ~100k of them, so the ingest stored no usage rows at all.
+        # Staging single-threaded avoids it.
+        _stage_orig = _ing._stage
+
+        def _stage_single_threaded(con, *args, **kwargs):
+            con.execute("SET threads = 1")
+            try:
+                return _stage_orig(con, *args, **kwargs)
+            finally:
+                con.execute("RESET threads")
+
+        _ing._stage = _stage_single_threaded
+    _imports = time.monotonic() - _t0
+    _hwm["after_imports"] = round(_vmhwm(), 1)
+
+    @atexit.register
+    def _dump():
+        with open(_path, "w") as fh:
+            json.dump({"counts": _counts, "stages": _stages, "hook_import_s": _imports, "peak_rss_after_mib": _hwm,
+                       "request_fingerprints": sorted(_requests),
+                       "process_s": time.monotonic() - _t0}, fh)

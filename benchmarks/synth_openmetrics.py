@@ -1,0 +1,207 @@
+"""A simple synthetic GPU cluster as OpenMetrics, one file per UTC day, for the ingest benchmark.
+
+Stand-in for the project's own Prometheus sample generator when that one cannot write a
+large enough cluster: N GPUs scraped every 30 s by dcgm-exporter (utilization, framebuffer,
+power, energy counter) with Kubernetes `namespace`/`pod`/`container` on a GPU's series while
+a pod holds it, and kube-state-metrics `kube_pod_labels` / `kube_pod_container_info` for
+the pods. Hosts are split into fixed "lanes" of 1-4 GPUs; each lane runs jobs of 1-10 hours
+back to back with idle gaps, each job one pod holding all GPUs of its lane.
+
+One file per UTC day keeps `promtool tsdb create-blocks-from openmetrics` fast: it reads a
+whole file into memory and parses it once per block, so a week in one file is parsed eight
+times over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCRAPE = 30
+DRIVER = "550.54.15"
+MODELS = {  # modelName, GPUs per host, lanes, framebuffer MiB, idle W, max W
+    "a100": ("NVIDIA A100-SXM4-80GB", 8, (4, 2, 1, 1), 81920, 62.0, 400.0),
+    "a10g": ("NVIDIA A10G", 4, (2, 1, 1), 24576, 24.0, 300.0),
+}
+PROJECTS = ("vision-core", "retail-shelf", "drone-survey", "medical-xray", "traffic-cam")
+USERS = ("amara", "bo", "chen", "dalia", "emil", "farah", "goran", "hana")
+MODEL_TYPES = ("yolov8n", "yolov8m", "yolov10s", "yolo11m", "yolo11x")
+
+
+@dataclass
+class Job:
+    pod: str
+    namespace: str
+    project: str
+    user: str
+    model_type: str
+    tag: str
+    digest: str
+    first: int  # first slot
+    last: int  # last slot, exclusive
+    gpus: list[int]
+
+
+def _hex(*parts: object, n: int = 64) -> str:
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:n]
+
+
+def _uuid(seed: int, host: str, index: int) -> str:
+    h = _hex(seed, "gpu", host, index, n=32)
+    return f"GPU-{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+
+
+def fleet(gpus: int) -> list[tuple[str, str, int]]:
+    """(hostname, kind, gpus) with A100 hosts of 8 and A10G hosts of 4, at least `gpus` GPUs."""
+    hosts: list[tuple[str, str, int]] = []
+    total = 0
+    a100 = max(1, (gpus * 3 // 4) // 8)
+    for i in range(a100):
+        hosts.append((f"gpu-a100-{i + 1:02d}", "a100", 8))
+        total += 8
+    i = 0
+    while total < gpus:
+        i += 1
+        hosts.append((f"gpu-a10g-{i:02d}", "a10g", 4))
+        total += 4
+    return hosts
+
+
+def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: int = 7,
+             lead_slots: int = 20, tail_slots: int = 20) -> dict:
+    """Write day files `metrics-YYYYMMDD.om` under out_dir and `meta.json`; returns the meta.
+
+    Data covers [start - lead, start + days + tail); `start` must be a UTC midnight."""
+    assert start % 86400 == 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = days * 86400 // SCRAPE + lead_slots + tail_slots
+    t0 = start - lead_slots * SCRAPE
+    hosts = fleet(gpus)
+
+    # ---- GPUs and their per-slot owner (job index, -1 idle)
+    gpu_rows = []  # (host, kind, index, uuid, host_no)
+    owner: list[np.ndarray] = []
+    jobs: list[Job] = []
+    for h, (host, kind, count) in enumerate(hosts):
+        lanes = MODELS[kind][2]
+        g = 0
+        for lane in lanes:
+            lane_gpus = list(range(len(gpu_rows) + g, len(gpu_rows) + g + lane))
+            g += lane
+            k = int(rng.integers(0, 240))  # first job starts within two hours
+            while k < n:
+                length = int(rng.integers(120, 1200))  # 1..10 h
+                project = PROJECTS[int(rng.integers(len(PROJECTS)))]
+                model_type = MODEL_TYPES[int(rng.integers(len(MODEL_TYPES)))]
+                no = len(jobs)
+                jobs.append(Job(
+                    pod=f"train-{model_type}-{no:05d}-{_hex(seed, 'pod', no, n=5)}",
+                    namespace=f"team-{project}", project=project,
+                    user=USERS[int(rng.integers(len(USERS)))], model_type=model_type,
+                    tag=f"train-{model_type}-medium-cu121" if rng.random() > 0.1 else "latest",
+                    digest="sha256:" + _hex(seed, "image", no), first=k, last=min(k + length, n),
+                    gpus=lane_gpus,
+                ))
+                k += length + int(rng.integers(0, 360))  # idle up to 3 h
+        for index in range(count):
+            gpu_rows.append((host, kind, index, _uuid(seed, host, index), h))
+            owner.append(np.full(n, -1, np.int64))
+    for j, job in enumerate(jobs):
+        for g in job.gpus:
+            owner[g][job.first:job.last] = j
+
+    # ---- sample values per GPU
+    mean = np.array([rng.uniform(15, 98) for _ in jobs])
+    util, fb, power, energy = [], [], [], []
+    for g, (host, kind, index, uuid, h) in enumerate(gpu_rows):
+        _, _, _, fb_max, idle_w, max_w = MODELS[kind]
+        o = owner[g]
+        held = o >= 0
+        u = np.where(held, mean[np.maximum(o, 0)] + rng.normal(0, 12, n), rng.integers(0, 3, n))
+        u = np.clip(np.rint(u), 0, 100).astype(np.int64)
+        f = np.where(held, fb_max * (0.3 + 0.6 * u / 100), 0).astype(np.int64)
+        p = np.round(idle_w + (max_w - idle_w) * u / 100 + rng.normal(0, 2, n), 1)
+        e = int(rng.integers(10**9, 10**10)) + np.cumsum(np.rint(p * SCRAPE * 1000).astype(np.int64))
+        util.append(u), fb.append(f), power.append(p), energy.append(e)
+
+    # scrape times: exporter of host h at t0 + 30 k + its offset; kube-state-metrics at + 7.5 s
+    offsets = [round(1.0 + 0.37 * h, 3) for h in range(len(hosts))]
+    slot_t = t0 + SCRAPE * np.arange(n)
+
+    def labels(g: int, o: int) -> str:
+        host, kind, index, uuid, h = gpu_rows[g]
+        base = (f'gpu="{index}",UUID="{uuid}",device="nvidia{index}",modelName="{MODELS[kind][0]}",'
+                f'Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER}",instance="10.1.0.{h + 1}:9400",'
+                f'job="dcgm-exporter"')
+        if o < 0:
+            return base
+        return base + f',namespace="{jobs[o].namespace}",pod="{jobs[o].pod}",container="trainer"'
+
+    files = []
+    day_edges = [t0] + [start + d * 86400 for d in range(1, days)] + [t0 + n * SCRAPE + 1]
+    lines_total = 0
+    for d in range(days):
+        lo, hi = day_edges[d], day_edges[d + 1]
+        path = out_dir / f"metrics-{(start + d * 86400) // 86400}.om"
+        count = 0
+        with open(path, "w") as fh:
+            for name, data, fmt in (("DCGM_FI_DEV_GPU_UTIL", util, str), ("DCGM_FI_DEV_FB_USED", fb, str),
+                                    ("DCGM_FI_DEV_POWER_USAGE", power, repr),
+                                    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", energy, str)):
+                fh.write(f"# TYPE {name} gauge\n")
+                for g, row in enumerate(gpu_rows):
+                    ts = slot_t + offsets[row[4]]
+                    k0, k1 = np.searchsorted(ts, lo), np.searchsorted(ts, hi)
+                    o = owner[g][k0:k1]
+                    for who in np.unique(o):
+                        ks = np.nonzero(o == who)[0] + k0
+                        prefix = f"{name}{{{labels(g, int(who))}}} "
+                        vals = map(fmt, data[g][ks].tolist())
+                        fh.write("".join(f"{prefix}{v} {t:.3f}\n" for v, t in zip(vals, ts[ks].tolist())))
+                        count += int(len(ks))
+            ksm = slot_t + 7.5
+            k0, k1 = np.searchsorted(ksm, lo), np.searchsorted(ksm, hi)
+            for name in ("kube_pod_labels", "kube_pod_container_info"):
+                fh.write(f"# TYPE {name} gauge\n")
+                for job in jobs:
+                    a, b = max(job.first, k0), min(job.last, k1)
+                    if a >= b:
+                        continue
+                    if name == "kube_pod_labels":
+                        extra = (f'label_project="{job.project}",label_user="{job.user}",'
+                                 f'label_model_type="{job.model_type}",label_app="yolo-train"')
+                    else:
+                        extra = (f'container="trainer",image="registry.example/yolo:{job.tag}",'
+                                 f'image_id="registry.example/yolo@{job.digest}"')
+                    prefix = (f'{name}{{namespace="{job.namespace}",pod="{job.pod}",{extra},'
+                              f'job="kube-state-metrics",instance="10.1.9.9:8080"}} ')
+                    fh.write("".join(f"{prefix}1 {t:.3f}\n" for t in ksm[a:b].tolist()))
+                    count += int(b - a)
+            fh.write("# EOF\n")
+        files.append(path.name)
+        lines_total += count
+    meta = {
+        "generator": "benchmarks/synth_openmetrics.py",
+        "seed": seed, "gpus": len(gpu_rows), "hosts": len(hosts), "days": days,
+        "window_start": start, "window_end": start + days * 86400,
+        "scrape_seconds": SCRAPE, "jobs": len(jobs), "samples": lines_total,
+        "dcgm_samples": 4 * len(gpu_rows) * n, "files": files,
+        "models": sorted({MODELS[k][0] for _, k, _ in hosts}),
+    }
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+if __name__ == "__main__":  # quick look: python benchmarks/synth_openmetrics.py OUT [GPUS DAYS]
+    import sys
+    import time
+
+    t = time.monotonic()
+    m = generate(Path(sys.argv[1]), gpus=int(sys.argv[2]) if len(sys.argv) > 2 else 64,
+                 days=int(sys.argv[3]) if len(sys.argv) > 3 else 7, start=1791158400)
+    print(json.dumps({k: v for k, v in m.items() if k != "files"}), f"{time.monotonic() - t:.1f} s")
