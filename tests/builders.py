@@ -344,3 +344,12 @@ def build_db(tmp_path: Path, usage: Sequence[dict], jobs: Sequence[dict] = (), p
     built = BuiltDb(cfg, raw)
     built.load()
     return built
+
+
+def sample_config(prom_sample, folder: Path) -> Path:
+    """The Prometheus sample's yolocost.toml copied into `folder`, pointing at the test server."""
+    sample, server = prom_sample
+    text = sample.files["config"].read_text(encoding="utf-8")
+    config = folder / "yolocost.toml"
+    config.write_text(text.replace('url = "http://127.0.0.1:9090"', f'url = "{server.url}"'), encoding="utf-8")
+    return config

@@ -57,11 +57,3 @@ def prom_sample(tmp_path_factory):
     with PrometheusServer(root / "data") as server:
         yield result, server
 
-
-def sample_config(prom_sample, folder: Path) -> Path:
-    """The Prometheus sample's yolocost.toml copied into `folder`, pointing at the test server."""
-    sample, server = prom_sample
-    text = sample.files["config"].read_text(encoding="utf-8")
-    config = folder / "yolocost.toml"
-    config.write_text(text.replace('url = "http://127.0.0.1:9090"', f'url = "{server.url}"'), encoding="utf-8")
-    return config

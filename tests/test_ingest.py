@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import sample_config
+from builders import sample_config
 
 CLI = [sys.executable, "-m", "yolocost"]
 

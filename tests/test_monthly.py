@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import sample_config
+from builders import sample_config
 
 from yolocost import db
 from yolocost.config import parse_config
