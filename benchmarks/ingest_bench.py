@@ -1,25 +1,27 @@
 """Ingest benchmark: `yolocost ingest` vs the naive prometheus-api-client path vs the server floor.
 
 On one backfilled Prometheus (at least 64 GPUs x 7 days at a 30 s scrape) and one window,
-three paths run one after another, each in a fresh process so its peak RSS is its own:
+the paths run one after another, each in a fresh process so its peak RSS is its own:
 
-  (a) `yolocost ingest` (the console script) into an empty DuckDB file;
+  (a) `yolocost ingest` (the console script) into an empty DuckDB file, with benchmarks/_hook
+      on PYTHONPATH to count what it fetched and time its stages;
   (b) benchmarks/naive_ingest.py: get_metric_range_data + MetricRangeDataFrame + pandas for
       per-pod GPU-hours and density;
-  (c) benchmarks/floor.py: yolocost's own grain queries, same chunks and concurrency, bodies
-      read and thrown away.
+  (c) benchmarks/floor.py: the requests the ingest sends for its grain points, replayed with
+      the same concurrency, bodies read and thrown away (C: the same, chunk by chunk).
 
-Wall time is time.monotonic() around each child, peak RSS the child's own ru_maxrss from
-os.wait4. The figures they share are compared: (a) vs (b) per job GPU-hours and density,
-(c) vs (a) series and points fetched. Results go to stdout and, as JSON, to --out.
+Wall time is time.monotonic() around each child; peak RSS and CPU come from GNU time, which
+starts the child. The figures they share are compared: (a) vs (b) per job GPU-hours and
+density, (c) vs (a) requests, series and points. A round counts as quiet when no other
+process used more than a tenth of a core while any of its paths ran (a shared machine).
+Results go to stdout and, as JSON, to --out.
 
 Data (generated, backfilled and compacted once, then cached under --workdir):
   --source simple  benchmarks/synth_openmetrics.py, --gpus GPUs (default 64) x --days;
   --source synth   yolocost.synth.write_prometheus_sample with every host of the planned
                    fleet (passes --scale where the function accepts one).
 
-    .venv/bin/python benchmarks/ingest_bench.py                # the documented run
-    .venv/bin/python benchmarks/ingest_bench.py --rounds 2     # each path twice, interleaved
+    .venv/bin/python benchmarks/ingest_bench.py --rounds 3 --paths caCb --query-costs   # BENCHMARKS.md
 """
 
 from __future__ import annotations
@@ -396,9 +398,6 @@ def main() -> None:
     ap.add_argument("--paths", default="cab", help="which paths, in order: a, b, c (C: also the floor in "
                                                    "--mode chunked, waiting per chunk as the ingest does)")
     ap.add_argument("--floor-mode", choices=("pipelined", "chunked"), default="pipelined")
-    ap.add_argument("--duckdb-staging-fix", action="store_true",
-                    help="stage the ingest's rows single-threaded (works around a DuckDB 2.0.0 bug that "
-                         "drops every usage row of a window over ~100k rows; see BENCHMARKS.md)")
     ap.add_argument("--query-costs", action="store_true",
                     help="after the paths, time each grain query of the window's first chunk (benchmarks/query_costs.py)")
     ap.add_argument("--regenerate", action="store_true", help="ignore cached data")
@@ -451,8 +450,6 @@ def main() -> None:
                         f.unlink()
                     counts = scratch / f"a{r}-counts.json"
                     env = {**os.environ, "PYTHONPATH": str(HERE / "_hook"), "YOLOCOST_BENCH_COUNTS": str(counts)}
-                    if args.duckdb_staging_fix:
-                        env["YOLOCOST_BENCH_DUCKDB_STAGING_FIX"] = "1"
                     cmd = [str(yolocost), "--config", str(cfg), "--db", str(db), "-q", "ingest",
                            "--start", iso(start), "--end", iso(end)]
                     run["a"] = run_path(f"a{r}", cmd, prom, scratch, env)
@@ -465,7 +462,6 @@ def main() -> None:
                     run["a"]["figures"] = ingest_figures(db)
                     said = re.search(r"([\d,]+) usage rows", (scratch / f"a{r}.stdout").read_text())
                     run["a"]["figures"]["usage_rows_reported"] = int(said.group(1).replace(",", "")) if said else None
-                    run["a"]["duckdb_staging_fix"] = args.duckdb_staging_fix
                 elif p == "b":
                     outj = scratch / f"b{r}.json"
                     cmd = [str(PY), str(HERE / "naive_ingest.py"), "--url", prom.url, "--start", str(start),
@@ -560,7 +556,7 @@ def report(result: dict, args) -> None:
     code = result["code"]
     print(f"code: {code['head']}" + (f" with uncommitted changes to {', '.join(code['modified'])}"
                                      if code["modified"] else ""))
-    print(f"data: {d['gpus']} GPUs x {d.get('days', args.days)} days at 30 s, {d.get('tsdb_samples', 0):,} samples, "
+    print(f"data: {d['gpus']} GPUs x {args.days} days at 30 s, {d.get('tsdb_samples', 0):,} samples, "
           f"{d.get('series_in_window', 0):,} series, TSDB {d.get('tsdb_bytes', 0) / 2**20:.0f} MiB; "
           f"Prometheus {result['machine'].get('prometheus')}, {result['machine']['cpus']} CPUs")
     for i, r in enumerate(runs):

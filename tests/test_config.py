@@ -102,6 +102,7 @@ def test_secret_from_file_is_read_and_hidden(tmp_path):
         ('[prometheus]\nscrape_interval_seconds = 45\n', "does not divide the 300 s grain"),
         ('[prometheus]\nselector = "cluster=prod"\n', "prometheus.selector: must be label matchers"),
         ('[ingest]\nutilization = "gpu"\n', "ingest.utilization: must be auto, dev or prof"),
+        ('[database]\nmemory_limit = "lots"\n', "database.memory_limit: must be an amount such as 3GB"),
         ('[prometheus]\nbearer_token_env = "YOLOCOST_TEST_UNSET_VAR"\n', "YOLOCOST_TEST_UNSET_VAR is not set"),
         ('[prometheus]\nusername = "ops"\n', "basic auth needs both"),
         ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 1\n[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 2\n',

@@ -102,6 +102,7 @@ class Config:
     timezone: str = "UTC"
     currency: str = "USD"
     database: Path = Path("yolocost.duckdb")
+    memory_limit: str = "3GB"  # DuckDB's own default is 80 % of RAM: too much for a shared cron host
     grain_seconds: int = 300
     utilization: str = "auto"
     retention_days: int = 90
@@ -125,6 +126,8 @@ class Config:
 
 # --------------------------------------------------------------------------- loading
 
+
+DEFAULT_MEMORY_LIMIT = "3GB"
 
 # PromQL label matchers: name op "value", comma separated
 _MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*'
@@ -278,7 +281,10 @@ class _Parser:
             "",
         )
         cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
-        database = self.table(data, "database", {"path"})
+        database = self.table(data, "database", {"path", "memory_limit"})
+        memory_limit = self.get(database, "database", "memory_limit", self.string, DEFAULT_MEMORY_LIMIT)
+        if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", memory_limit):
+            raise self.fail("database.memory_limit", f"must be an amount such as 3GB, got {memory_limit!r}")
         ingest = self.table(data, "ingest", {"grain_seconds", "retention_days", "utilization"})
         reports = self.table(data, "reports", {"output_dir", "templates_dir"})
         policy = self.table(data, "tag_policy", {"pattern"})
@@ -335,6 +341,7 @@ class _Parser:
             timezone=timezone,
             currency=currency,
             database=self.get(database, "database", "path", self.path, self.base / "yolocost.duckdb"),
+            memory_limit=memory_limit,
             grain_seconds=grain,
             utilization=utilization,
             retention_days=self.get(ingest, "ingest", "retention_days", self.positive_int, 90),

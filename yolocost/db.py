@@ -14,7 +14,8 @@ from .errors import YolocostError
 from .resources import SQL_DIR
 
 
-def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,
+            memory_limit: str | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database; a missing file in read-only mode or a held lock is a clean error.
 
     `sandboxed` also denies access to any other file (COPY TO, read_csv, ATTACH, ...), so
@@ -26,6 +27,8 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
         options = {"enable_external_access": False} if sandboxed else {}
+        if memory_limit:
+            options["memory_limit"] = memory_limit
         con = duckdb.connect(str(path), read_only=read_only, config=options)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
@@ -49,9 +52,9 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 
 @contextlib.contextmanager
-def writing(path: Path | str) -> Iterator[duckdb.DuckDBPyConnection]:
+def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection with the raw tables in place, inside one transaction."""
-    con = connect(path)
+    con = connect(path, memory_limit=memory_limit)
     try:
         create_schema(con)
         with transaction(con):

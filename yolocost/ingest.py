@@ -92,7 +92,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         finally:
             client.close()
         progress("writing to the database")
-        with db.writing(config.database) as con:
+        with db.writing(config.database, config.memory_limit) as con:
             rows, jobs, epochs = _stage(con, config, fetched, s, e)
             _job_times(con, config, fetched.jobs, s, e)
             replace_window(

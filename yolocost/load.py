@@ -43,7 +43,7 @@ def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambd
     directory = Path(directory)
     if not (directory / RAW_FILES["gpu_usage"][0]).is_file():
         raise DataError(f"{directory}: no {RAW_FILES['gpu_usage'][0]} found (not a raw data folder)")
-    with db.writing(config.database) as con:
+    with db.writing(config.database, config.memory_limit) as con:
         result = _load(con, config, directory, progress)
         progress("building models")
         rebuild(con, config)
@@ -52,7 +52,7 @@ def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambd
 
 def rebuild_database(config: Config) -> None:
     """Rebuild the models of the configured database from its raw tables (after a price change)."""
-    with db.writing(config.database) as con:
+    with db.writing(config.database, config.memory_limit) as con:
         rebuild(con, config)
 
 

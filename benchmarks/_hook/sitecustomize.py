@@ -98,21 +98,6 @@ if _path:
     _timed(_ing, "_stage", "stage_s")
     _timed(_ing.PrometheusClient, "_decode", "json_decode_s", hwm=False)  # summed over the worker threads
 
-    if os.environ.get("YOLOCOST_BENCH_DUCKDB_STAGING_FIX") == "1":
-        # Work around a DuckDB 2.0.0 bug (BENCHMARKS.md): rows inserted in parallel into a
-        # table created in the same transaction are invisible to later scans of it once
-        # there are more than ~100k of them, so the ingest stored no usage rows at all.
-        # Staging single-threaded avoids it.
-        _stage_orig = _ing._stage
-
-        def _stage_single_threaded(con, *args, **kwargs):
-            con.execute("SET threads = 1")
-            try:
-                return _stage_orig(con, *args, **kwargs)
-            finally:
-                con.execute("RESET threads")
-
-        _ing._stage = _stage_single_threaded
     _imports = time.monotonic() - _t0
     _hwm["after_imports"] = round(_vmhwm(), 1)
 

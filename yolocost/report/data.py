@@ -48,9 +48,16 @@ def previous_month(month: str) -> str:
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence = ()) -> list[dict[str, Any]]:
+    """Rows as dicts. Floating-point sums come out of a parallel aggregation in any order, so
+    their last bits vary between runs; rounding them to 10 significant digits keeps the
+    reports (and the chart data embedded in them) identical for identical data."""
     cur = con.execute(sql, list(params))
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return [{n: _stable(v) for n, v in zip(names, row)} for row in cur.fetchall()]
+
+
+def _stable(value: Any) -> Any:
+    return float(f"{value:.10g}") if isinstance(value, float) else value
 
 
 def _scope(project: str | None, alias: str = "") -> tuple[str, list]:
