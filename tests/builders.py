@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import subprocess
+import sys
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -353,3 +355,9 @@ def sample_config(prom_sample, folder: Path) -> Path:
     config = folder / "yolocost.toml"
     config.write_text(text.replace('url = "http://127.0.0.1:9090"', f'url = "{server.url}"'), encoding="utf-8")
     return config
+
+
+def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the real `yolocost` CLI in `cwd` (its ./yolocost.toml is the config)."""
+    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)

@@ -6,7 +6,6 @@ anywhere on the way would show up in stderr.
 
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -14,6 +13,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from builders import yolocost
 
 CONFIG = """
 [cluster]
@@ -25,9 +26,6 @@ gpu_model = "A100"
 price_per_gpu_hour = "2.00"
 """
 
-
-def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def usage_frame(n: int = 12, model: str = "A100", util: float = 80.0) -> pd.DataFrame:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from collections import defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builders import gpu_seconds, job_row, money, usage_row, usage_run, write_raw
+from builders import gpu_seconds, job_row, money, usage_row, usage_run, write_raw, yolocost
 from yolocost import finance
 from yolocost.errors import YolocostError
 from yolocost.finance import FOCUS_MANDATORY_COLUMNS, export_finance, project_totals_cents, total_cents
@@ -428,10 +426,6 @@ gpu_model = "A100"
 price_per_gpu_hour = "0.04"
 """
 
-
-def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
 
 
 def test_command_writes_the_csv_and_reports_errors_in_one_line(tmp_path):

@@ -14,7 +14,7 @@ import math
 import re
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 from zoneinfo import ZoneInfo
 
@@ -33,6 +33,8 @@ Progress = Callable[[str], None]
 UTC = dt.timezone.utc
 MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
 TRAINING_SLACK = 3600  # progress series are read this long past the window end
+# dcgm utilization metrics read per [ingest] utilization, in order of preference for the message
+_UTIL_METRICS = {"dev": (promql.UTIL_DEV,), "prof": (promql.UTIL_PROF,), "auto": (promql.UTIL_DEV, promql.UTIL_PROF)}
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             client.close()
         progress("writing to the database")
         with db.writing(config.database, config.memory_limit) as con:
-            rows, jobs, epochs = _stage(con, config, fetched, s, e)
+            rows, jobs, epochs = _stage(con, fetched)
             _job_times(con, config, fetched.jobs, s, e)
             replace_window(
                 con, config, ["gpu_usage", "jobs", "training_progress", "job_results"],
@@ -143,18 +145,12 @@ class _Fetcher:
             utilization=cfg.utilization, selector=cfg.prometheus.selector, left_open=info.left_open_ranges,
         )
         self.say(f"Prometheus {info.version} at {self.where}: reading series of the window")
-        util_series = []
-        has_prof = False
-        for metric in {"dev": [promql.UTIL_DEV], "prof": [promql.UTIL_PROF]}.get(
-                cfg.utilization, [promql.UTIL_DEV, promql.UTIL_PROF]):
-            found = self._series(metric, start, end)
-            has_prof = has_prof or (metric == promql.UTIL_PROF and bool(found))
-            util_series += found
+        found = {metric: self._series(metric, start, end) for metric in _UTIL_METRICS[cfg.utilization]}
+        util_series = [s for series in found.values() for s in series]
+        has_prof = bool(found.get(promql.UTIL_PROF))
         if not util_series:
-            which = {"dev": promql.UTIL_DEV, "prof": promql.UTIL_PROF}.get(
-                cfg.utilization, f"{promql.UTIL_DEV} or {promql.UTIL_PROF}")
             raise DataError(
-                f"Prometheus at {self.where} holds no {which} series{self._matching()} between "
+                f"Prometheus at {self.where} holds no {' or '.join(found)} series{self._matching()} between "
                 f"{_iso(start)} and {_iso(end)}; is dcgm-exporter scraped there?"
             )
         for metric in (promql.FB_USED, promql.POWER, promql.ENERGY):
@@ -171,8 +167,8 @@ class _Fetcher:
         attribution.add_job_info(job_info)
         # leave out what the window does not need: each part costs the server time per step
         utilization = cfg.utilization if cfg.utilization != "auto" or has_prof else "dev"
-        self.queries = promql.GrainQueries(**{**self.queries.__dict__, "exported_jobs": tuple(sorted(exported)),
-                                              "job_info": bool(job_info), "utilization": utilization})
+        self.queries = replace(self.queries, exported_jobs=tuple(sorted(exported)),
+                                job_info=bool(job_info), utilization=utilization)
         # GPUs that always need the attribution join: claimed by job-info, or MIG instances
         always = {x.get("UUID", "") for x in job_info} | {x.get("UUID", "") for x in util_series if x.get("GPU_I_ID")}
         points = self._grain_points(start, end, always)
@@ -474,7 +470,7 @@ def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config
         con.close()
 
 
-def _stage(con: duckdb.DuckDBPyConnection, config: Config, f: _Fetched, start: int, end: int) -> tuple[int, int, int]:
+def _stage(con: duckdb.DuckDBPyConnection, f: _Fetched) -> tuple[int, int, int]:
     """The fetched rows as incoming_<table> temp tables shaped like the raw tables."""
     for table, data in (("gpu_usage", f.usage), ("jobs", f.jobs), ("training_progress", f.progress),
                         ("job_results", f.results)):
