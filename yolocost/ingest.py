@@ -12,9 +12,8 @@ import contextlib
 import datetime as dt
 import math
 import re
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from typing import Callable
 from zoneinfo import ZoneInfo
 
@@ -204,79 +203,95 @@ class _Fetcher:
             )
 
     # ---- grain points, chunk by chunk
-    def _chunks(self, start: int, end: int) -> deque:
+    def _chunks(self, start: int, end: int) -> list[tuple[int, int]]:
         grain = self.config.grain_seconds
         size = min(self.config.prometheus.chunk_hours * 3600, (MAX_POINTS - 1) * grain)
         size = max(grain, size // grain * grain)
-        return deque((a, min(a + size, end)) for a in range(start, end, size))
+        return [(a, min(a + size, end)) for a in range(start, end, size)]
 
     def _grain_points(self, start: int, end: int, always_special: set[str]) -> "_Points":
         """Every grain query for every chunk. GPUs that need the attribution join (job-info,
         MIG, more than one series at a sample) get `grain_queries`; all others the cheap
-        per-series `plain_queries`. Both answer in the same shape, one point per series."""
+        per-series `plain_queries`. Both answer in the same shape, one point per series.
+
+        Pipelined: every chunk's planning query is queued at once and a chunk's grain queries
+        are queued as soon as its plan is back, so the server always has `concurrency`
+        requests to work on (no chunk waits for the slowest query of the one before). A
+        chunk's answers are kept only once all of them have arrived; a chunk refused as too
+        big is dropped whole and planned again as two halves."""
         grain = self.config.grain_seconds
-        pending = self._chunks(start, end)
-        total = end - start
-        done = 0
-        out = _Points(list(self.queries.grain_queries()))
-        with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
-            while pending:
-                a, b = pending.popleft()
-                try:
-                    self.requests += 1
-                    shared = {r["metric"].get("UUID", "") for r in
-                              self.client.query(self.queries.special_gpus(b - a), b)}
-                    special = sorted((always_special | shared) - {""})
-                    queries = [(n, q) for n, q in self.queries.only(special, keep=False).plain_queries().items()]
-                    if special:
-                        queries += [(n, q) for n, q in self.queries.only(special, keep=True).grain_queries().items()]
-                    futures = [(name, pool.submit(self.client.query_range, q, a + grain, b, grain))
-                               for name, q in queries]
-                    answers, too_big = [], None
-                    for name, fut in futures:
-                        try:
-                            answers.append((name, fut.result()))
-                        except QueryTooBig as exc:
-                            too_big = exc
-                    self.requests += len(futures)
-                    if too_big is not None:
-                        raise too_big
-                except QueryTooBig as too_big:
-                    if b - a <= grain:
-                        raise PrometheusError(
-                            f"{too_big}; even a single {grain} s interval is too much for this server "
-                            "(raise its --query.max-samples or --query.timeout, or [prometheus] timeout_seconds)"
-                        ) from None
-                    mid = a + (b - a) // grain // 2 * grain
-                    pending.extendleft([(mid, b), (a, mid)])
-                    self.splits += 1
-                    self.say(f"server refused {_iso(a)}..{_iso(b)} ({too_big.__class__.__name__}): splitting it")
-                    continue
-                for name, result in answers:
-                    out.add(name, result)
-                done += b - a
-                self.say(f"fetched {_iso(a)}..{_iso(b)} ({100 * done / total:.0f}%)")
+        total, done = end - start, 0
+        out = _Points(list(self.queries.grain_queries()), start, end, grain)
+        running: dict = {}  # future -> (chunk, query name or None for the plan)
+
+        def plan(chunk: _Chunk) -> None:
+            self.requests += 1
+            running[pool.submit(self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)] = \
+                (chunk, None)
+
+        def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
+            shared = {r["metric"].get("UUID", "") for r in plan_answer}
+            special = sorted((always_special | shared) - {""})
+            queries = list(self.queries.only(special, keep=False).plain_queries().items())
+            if special:
+                queries += list(self.queries.only(special, keep=True).grain_queries().items())
+            chunk.waiting = len(queries)
+            for name, q in queries:
+                self.requests += 1
+                running[pool.submit(self.client.query_range, q, chunk.start + grain, chunk.end, grain)] = (chunk, name)
+
+        def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
+            chunk.dropped = True
+            for fut, (c, _) in running.items():
+                if c is chunk:
+                    fut.cancel()
+            if chunk.end - chunk.start <= grain:
+                raise PrometheusError(
+                    f"{too_big}; even a single {grain} s interval is too much for this server "
+                    "(raise its --query.max-samples or --query.timeout, or [prometheus] timeout_seconds)"
+                ) from None
+            mid = chunk.start + (chunk.end - chunk.start) // grain // 2 * grain
+            self.splits += 1
+            self.say(f"server refused {_iso(chunk.start)}..{_iso(chunk.end)} ({too_big.__class__.__name__}): "
+                     "splitting it")
+            plan(_Chunk(chunk.start, mid))
+            plan(_Chunk(mid, chunk.end))
+
+        pool = ThreadPoolExecutor(self.config.prometheus.concurrency)
+        try:
+            for a, b in self._chunks(start, end):
+                plan(_Chunk(a, b))
+            while running:
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    chunk, name = running.pop(fut)
+                    if chunk.dropped or fut.cancelled():
+                        continue
+                    try:
+                        answer = fut.result()
+                    except QueryTooBig as too_big:
+                        split(chunk, too_big)
+                        continue
+                    if name is None:
+                        queue(chunk, answer)
+                        continue
+                    chunk.parts.append((name, out.arrays(answer)))
+                    chunk.waiting -= 1
+                    if chunk.waiting == 0:
+                        out.keep_chunk(chunk.parts)
+                        chunk.parts = []
+                        done += chunk.end - chunk.start
+                        self.say(f"fetched {_iso(chunk.start)}..{_iso(chunk.end)} ({100 * done / total:.0f}%)")
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
 
     def _usage(self, points: "_Points", attribution: Attribution) -> pa.Table:
         """Grain rows per GPU x owner x interval from the per-series query answers."""
-        sids, gpus, owners = [], [], []
-        for n, labels in enumerate(points.labels):
-            gpu = gpu_of(labels)
-            if gpu is not None:
-                sids.append(n)
-                gpus.append(gpu)
-                owners.append(attribution.owner(labels))
-        series_map = pa.table({
-            "sid": pa.array(sids, pa.int64()),
-            "gpu_uuid": [g.gpu_uuid for g in gpus],
-            "hostname": [g.hostname for g in gpus],
-            "gpu_index": pa.array([g.gpu_index for g in gpus], pa.int32()),
-            "gpu_model": [g.gpu_model for g in gpus],
-            "mig_profile": pa.array([g.mig_profile for g in gpus], pa.string()),
-            "job_id": pa.array(owners, pa.string()),
-        })
-        return _assemble(points.tables(), series_map, self.config)
+        gpus = [gpu_of(labels) for labels in points.labels]
+        owners = [attribution.owner(labels) if gpu is not None else None
+                  for labels, gpu in zip(points.labels, gpus)]
+        return _assemble(points, gpus, owners, self.config)
 
     # ---- training progress and results
     def _last_values(self, metric: str, start: int, end: int) -> list[dict]:
@@ -379,14 +394,32 @@ class _Fetcher:
         })
 
 
-class _Points:
-    """Answers of the grain queries as columnar (series id, time, value) arrays, converted as
-    each chunk arrives so the raw JSON of a chunk is dropped right away."""
+@dataclass(eq=False)
+class _Chunk:
+    """One request window of the grain queries and what has come back for it so far."""
 
-    def __init__(self, names: list[str]):
+    start: int
+    end: int
+    waiting: int = 0  # grain queries still out
+    dropped: bool = False  # refused as too big: split, answers ignored
+    parts: list = field(default_factory=list)
+
+
+class _Points:
+    """Answers of the grain queries, aligned chunk by chunk as they arrive on the points of
+    the `samples` query: per point held, one key (series id, grain step) and one value per
+    query. Converting and aligning on arrival lets a chunk's JSON go at once and keeps a
+    point at 8 bytes per query."""
+
+    def __init__(self, names: list[str], start: int, end: int, grain: int):
+        self.names = [n for n in names if n != "samples"]
+        self.start, self.grain = start, grain
+        self.steps = max(1, (end - start) // grain)
         self.ids: dict[tuple, int] = {}
         self.labels: list[dict[str, str]] = []
-        self.parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {n: [] for n in names}
+        self.keys: list[np.ndarray] = []
+        self.samples: list[np.ndarray] = []
+        self.values: dict[str, list[np.ndarray]] = {n: [] for n in self.names}
 
     def _sid(self, metric: dict[str, str]) -> int:
         key = tuple(sorted(metric.items()))
@@ -396,56 +429,116 @@ class _Points:
             self.labels.append(metric)
         return n
 
-    def add(self, name: str, result: list[dict]) -> None:
-        if not result:
-            return
+    def arrays(self, result: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        """(key, value) arrays of one query answer, key = series id x steps + grain step."""
         sizes = [len(s["values"]) for s in result]
         sid = np.repeat(np.array([self._sid(s["metric"]) for s in result], np.int64), sizes)
         flat = [v for s in result for v in s["values"]]
-        ts = np.fromiter((v[0] for v in flat), np.float64, len(flat))
+        ts = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat))).astype(np.int64)
         value = np.array([v[1] for v in flat], dtype=np.float64)
-        self.parts[name].append((sid, np.rint(ts).astype(np.int64), value))
+        return sid * self.steps + (ts - self.start - self.grain) // self.grain, value
 
-    def tables(self) -> dict[str, pa.Table]:
-        out = {}
-        for name, parts in self.parts.items():
-            cols = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, t)
-                    for i, t in enumerate((np.int64, np.int64, np.float64))]
-            out[name] = pa.table({"sid": cols[0], "ts": cols[1], "value": cols[2]})
-        return out
+    def keep_chunk(self, parts: list[tuple[str, tuple[np.ndarray, np.ndarray]]]) -> None:
+        """All answers of one chunk (a query may come in two parts: plain and joined GPUs)."""
+        def joined(name: str) -> tuple[np.ndarray, np.ndarray]:
+            mine = [p for n, p in parts if n == name]
+            if not mine:
+                return np.zeros(0, np.int64), np.zeros(0, np.float64)
+            return np.concatenate([p[0] for p in mine]), np.concatenate([p[1] for p in mine])
+
+        key, samples = joined("samples")
+        held = samples > 0
+        key, samples = key[held], samples[held]
+        self.keys.append(key)
+        self.samples.append(samples)
+        for name in self.names:
+            self.values[name].append(_aligned(key, *joined(name)))
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(series id, grain step, samples, {query: values}) of every point held."""
+        def concat(parts: list[np.ndarray], dtype) -> np.ndarray:
+            out = np.concatenate(parts) if parts else np.zeros(0, dtype)
+            parts.clear()
+            return out
+
+        key = concat(self.keys, np.int64)
+        values = {n: concat(v, np.float64) for n, v in self.values.items()}
+        return key // self.steps, key % self.steps, concat(self.samples, np.float64), values
 
 
-def _assemble(columns: dict[str, pa.Table], series_map: pa.Table, config: Config) -> pa.Table:
-    """Join the per-query points and fold series into GPU x owner x interval rows.
+def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """One query's values at the points `key` (NaN where it has none): every grain query
+    answers per (series, time), so this is a lookup, not a join."""
+    if len(other) == 0:
+        return np.full(len(key), np.nan)
+    order = np.argsort(other, kind="stable")
+    other, value = other[order], value[order]
+    at = np.minimum(np.searchsorted(other, key), len(other) - 1)
+    return np.where(other[at] == key, value[at], np.nan)
 
-    Seconds are rounded to the microsecond cumulatively over a GPU-interval's owners, so
-    shared samples (1/3 each, ...) still add up exactly to the GPU's seconds."""
+
+def _summed(groups: np.ndarray, n: int, values: np.ndarray, nulls_sum_to_null: bool) -> np.ndarray:
+    """Per-group sums; NaN (NULL) values count as 0, and a group of only NULLs is NULL if asked."""
+    present = ~np.isnan(values)
+    out = np.bincount(groups, np.where(present, values, 0.0), n)
+    if nulls_sum_to_null:
+        out[np.bincount(groups, present, n) == 0] = np.nan
+    return out
+
+
+def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> pa.Table:
+    """Fold the aligned points of each series into GPU x owner x interval rows.
+
+    Grouped in numpy on integer codes (series -> GPU, owner), so memory stays near that of
+    the point arrays; strings are attached to the grouped rows only. Seconds are rounded to
+    the microsecond cumulatively over a GPU-interval's owners, so shared samples (1/3 each,
+    ...) still add up exactly to the GPU's seconds."""
     scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
+    uuids = sorted({g.gpu_uuid for g in gpus if g is not None})
+    gpu_code = {u: n for n, u in enumerate(uuids)}
+    owner_code = {o: n + 1 for n, o in enumerate(sorted({o for o in owners if o is not None}))}  # 0: nobody's
+    series_gpu = np.array([gpu_code[g.gpu_uuid] if g is not None else -1 for g in gpus], np.int64)
+    series_owner = np.array([owner_code.get(o, 0) for o in owners], np.int64)
+
+    sid, step, samples, value = points.columns()
+    gpu = series_gpu[sid] if len(sid) else np.zeros(0, np.int64)
+    on_gpu = gpu >= 0
+    if not on_gpu.all():
+        sid, step, samples, gpu = sid[on_gpu], step[on_gpu], samples[on_gpu], gpu[on_gpu]
+        value = {name: v[on_gpu] for name, v in value.items()}
+    group_key = (gpu * (len(owner_code) + 1) + series_owner[sid]) * points.steps + step
+    _, first, groups = np.unique(group_key, return_index=True, return_inverse=True)
+    del group_key
+    n = len(first)
+    mem_peak = np.full(n, np.nan)
+    np.fmax.at(mem_peak, groups, value["mem_peak"])
+    power = value["power"]
+    power_energy = np.where(np.isnan(value["power_energy"]), power, value["power_energy"])
+    first_sid = sid[first].tolist()
+    row_gpu = [gpus[s] for s in first_sid]
+    owned = pa.table({
+        "interval_start": points.start + step[first] * grain,
+        "gpu_uuid": pa.array([g.gpu_uuid for g in row_gpu], pa.string()),
+        "job_id": pa.array([owners[s] for s in first_sid], pa.string()),
+        "hostname": pa.array([g.hostname for g in row_gpu], pa.string()),
+        "gpu_index": pa.array([g.gpu_index for g in row_gpu], pa.int32()),
+        "gpu_model": pa.array([g.gpu_model for g in row_gpu], pa.string()),
+        "mig_profile": pa.array([g.mig_profile for g in row_gpu], pa.string()),
+        "samples": np.bincount(groups, samples, n),
+        "busy": _summed(groups, n, value["busy"], False),
+        "idle": _summed(groups, n, value["idle"], False),
+        "util": _summed(groups, n, value["util"], False),
+        "mem_peak": pa.array(mem_peak, from_pandas=True),
+        "power": pa.array(_summed(groups, n, power, True), from_pandas=True),
+        "energy": _summed(groups, n, value["energy"], False),
+        "power_energy": pa.array(_summed(groups, n, power_energy, True), from_pandas=True),
+    })
     con = duckdb.connect()
     try:
-        for name, table in columns.items():
-            con.register(f"q_{name}", table)
-        con.register("series_map", series_map)
-        joins = " ".join(f"LEFT JOIN q_{n} AS {n} USING (sid, ts)" for n in columns if n != "samples")
-        picks = ", ".join(f"{n}.value AS {n}" for n in columns if n != "samples")
+        con.register("owned", owned)
         return con.sql(f"""
-            WITH points AS (
-                SELECT sid, ts, samples.value AS samples, {picks}
-                FROM q_samples AS samples {joins}
-                WHERE samples.value > 0
-            ),
-            owned AS (
-                SELECT to_timestamp(p.ts - {grain}) AS interval_start, m.gpu_uuid, m.job_id,
-                       any_value(m.hostname) AS hostname, any_value(m.gpu_index) AS gpu_index,
-                       any_value(m.gpu_model) AS gpu_model, any_value(m.mig_profile) AS mig_profile,
-                       sum(samples) AS samples, sum(coalesce(busy, 0)) AS busy, sum(coalesce(idle, 0)) AS idle,
-                       sum(coalesce(util, 0)) AS util, max(mem_peak) AS mem_peak, sum(power) AS power,
-                       sum(coalesce(energy, 0)) AS energy, sum(coalesce(power_energy, power)) AS power_energy
-                FROM points AS p JOIN series_map AS m USING (sid)
-                GROUP BY ALL
-            ),
-            rounded AS (
-                SELECT *,
+            WITH rounded AS (
+                SELECT * REPLACE (to_timestamp(interval_start) AS interval_start),
                     round(sum(samples) OVER w * {scrape}, 6)::DECIMAL(18, 6)
                     - coalesce(round(sum(samples) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
                                      * {scrape}, 6)::DECIMAL(18, 6), 0) AS seconds

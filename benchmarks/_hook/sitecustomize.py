@@ -43,16 +43,17 @@ if _path:
 
     import yolocost.ingest as _ing
 
-    _add = _ing._Points.add
+    _keep_chunk = _ing._Points.keep_chunk
 
-    def _counting_add(self, name, result):
-        c = _counts.setdefault(name, {"answers": 0, "series": 0, "points": 0})
-        c["answers"] += 1
-        c["series"] += len(result)
-        c["points"] += sum(len(s["values"]) for s in result)
-        return _add(self, name, result)
+    def _counting_keep_chunk(self, parts):
+        for name, (key, _) in parts:
+            c = _counts.setdefault(name, {"answers": 0, "series": 0, "points": 0})
+            c["answers"] += 1
+            c["series"] += len(set((key // self.steps).tolist()))
+            c["points"] += len(key)
+        return _keep_chunk(self, parts)
 
-    _ing._Points.add = _counting_add
+    _ing._Points.keep_chunk = _counting_keep_chunk
 
     import hashlib
     import threading
@@ -90,7 +91,8 @@ if _path:
     _ing._Fetcher._grain_points = _recording_grain_points
     _timed(_ing._Fetcher, "run", "fetch_total_s")
     _timed(_ing._Fetcher, "_grain_points", "grain_queries_s")
-    _timed(_ing._Points, "add", "json_to_arrays_s", hwm=False)
+    _timed(_ing._Points, "arrays", "json_to_arrays_s", hwm=False)
+    _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
     _timed(_ing._Fetcher, "_usage", "assemble_s")
     _timed(_ing._Fetcher, "_training", "training_s")
     _timed(_ing, "rebuild", "rebuild_models_s")
