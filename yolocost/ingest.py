@@ -130,9 +130,12 @@ class _Fetcher:
         self.splits = 0
 
     # ---- discovery
-    def _series(self, metric: str, start: int, end: int) -> list[dict[str, str]]:
-        self.requests += 1
-        return self.client.series(self.queries.selector_for(metric), start, end)
+    def _series(self, metrics: list[str], start: int, end: int) -> dict[str, list[dict[str, str]]]:
+        """Label sets of each metric's series in the window, the requests sent side by side."""
+        self.requests += len(metrics)
+        with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
+            found = pool.map(lambda m: self.client.series(self.queries.selector_for(m), start, end), metrics)
+            return dict(zip(metrics, found))
 
     def run(self, start: int, end: int) -> _Fetched:
         cfg = self.config
@@ -144,25 +147,27 @@ class _Fetcher:
             utilization=cfg.utilization, selector=cfg.prometheus.selector, left_open=info.left_open_ranges,
         )
         self.say(f"Prometheus {info.version} at {self.where}: reading series of the window")
-        found = {metric: self._series(metric, start, end) for metric in _UTIL_METRICS[cfg.utilization]}
-        util_series = [s for series in found.values() for s in series]
+        util_metrics = _UTIL_METRICS[cfg.utilization]
+        found = self._series([*util_metrics, promql.FB_USED, promql.POWER, promql.ENERGY, promql.POD_LABELS,
+                              promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
+        util_series = [s for m in util_metrics for s in found[m]]
         has_prof = bool(found.get(promql.UTIL_PROF))
         if not util_series:
             raise DataError(
-                f"Prometheus at {self.where} holds no {' or '.join(found)} series{self._matching()} between "
+                f"Prometheus at {self.where} holds no {' or '.join(util_metrics)} series{self._matching()} between "
                 f"{_iso(start)} and {_iso(end)}; is dcgm-exporter scraped there?"
             )
         for metric in (promql.FB_USED, promql.POWER, promql.ENERGY):
-            if not self._series(metric, start, end):
+            if not found[metric]:
                 raise DataError(
                     f"Prometheus at {self.where} holds GPU utilization but no {metric} series{self._matching()} "
                     f"between {_iso(start)} and {_iso(end)}; enable it in dcgm-exporter's counters file"
                 )
         exported = frozenset(s.get("job", "") for s in util_series if s.get("exported_pod"))
         attribution = Attribution(self.config.labels, exported_jobs=exported)
-        attribution.add_pod_labels(self._series(promql.POD_LABELS, start, end))
-        attribution.add_container_info(self._series(promql.CONTAINER_INFO, start, end))
-        job_info = self._series(promql.JOB_INFO, start, end)
+        attribution.add_pod_labels(found[promql.POD_LABELS])
+        attribution.add_container_info(found[promql.CONTAINER_INFO])
+        job_info = found[promql.JOB_INFO]
         attribution.add_job_info(job_info)
         # leave out what the window does not need: each part costs the server time per step
         utilization = cfg.utilization if cfg.utilization != "auto" or has_prof else "dev"
@@ -514,16 +519,19 @@ def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: C
     np.fmax.at(mem_peak, groups, value["mem_peak"])
     power = value["power"]
     power_energy = np.where(np.isnan(value["power_energy"]), power, value["power_energy"])
-    first_sid = sid[first].tolist()
-    row_gpu = [gpus[s] for s in first_sid]
+    # per-series strings, taken for each row's first series
+    row_series = pa.array(sid[first])
+    series = {
+        "gpu_uuid": pa.array([g.gpu_uuid if g else None for g in gpus], pa.string()),
+        "job_id": pa.array(owners, pa.string()),
+        "hostname": pa.array([g.hostname if g else None for g in gpus], pa.string()),
+        "gpu_index": pa.array([g.gpu_index if g else None for g in gpus], pa.int32()),
+        "gpu_model": pa.array([g.gpu_model if g else None for g in gpus], pa.string()),
+        "mig_profile": pa.array([g.mig_profile if g else None for g in gpus], pa.string()),
+    }
     owned = pa.table({
         "interval_start": points.start + step[first] * grain,
-        "gpu_uuid": pa.array([g.gpu_uuid for g in row_gpu], pa.string()),
-        "job_id": pa.array([owners[s] for s in first_sid], pa.string()),
-        "hostname": pa.array([g.hostname for g in row_gpu], pa.string()),
-        "gpu_index": pa.array([g.gpu_index for g in row_gpu], pa.int32()),
-        "gpu_model": pa.array([g.gpu_model for g in row_gpu], pa.string()),
-        "mig_profile": pa.array([g.mig_profile for g in row_gpu], pa.string()),
+        **{name: column.take(row_series) for name, column in series.items()},
         "samples": np.bincount(groups, samples, n),
         "busy": _summed(groups, n, value["busy"], False),
         "idle": _summed(groups, n, value["idle"], False),
