@@ -24,8 +24,9 @@ install: $(BIN)/python
 demo: install
 	$(BIN)/yolocost demo
 
+# the bench extra brings torch; pinned so pip keeps the torch the tests were run with
 install-test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]' torch==2.14.1 torchvision==0.29.1
 
 # a no-op when everything is there; apt-get update only when something is missing
 test-deps:

@@ -8,7 +8,8 @@
 Both binaries come with the Debian package `prometheus` (2.42); `make test-deps` installs it.
 The server keeps backfilled blocks (retention 100y: retention counts from the newest block,
 so the default 15d would delete a backfilled month at start-up), has no scrape jobs unless
-given, and logs to `prometheus-<port>.log` beside the data folder.
+given, and logs to `prometheus-<port>.log` beside the data folder. For a live scrape (an
+empty data folder and exporters on loopback), pass `scrape_configs=scrape_job(...) + ...`.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def scrape_job(name: str, targets: list[str], interval: str = "1s") -> str:
+    """One `scrape_configs` item for PrometheusServer: a live scrape of host:port targets
+    (loopback exporters in tests) every `interval`, labels as the targets serve them."""
+    listed = ", ".join(_yaml_str(t) for t in targets)
+    return (f"  - job_name: {_yaml_str(name)}\n    scrape_interval: {interval}\n    scrape_timeout: {interval}\n"
+            f"    honor_labels: true\n    static_configs:\n      - targets: [{listed}]\n")
 
 
 def _yaml_str(s: str) -> str:
@@ -213,6 +222,21 @@ class PrometheusServer:
             f"prometheus on {self.url} not ready after {self.ready_timeout:.0f} s ({last}); log {self.log_path}:\n"
             + self.log_tail()
         )
+
+    def wait_for_targets(self, count: int, timeout: float = 30.0) -> None:
+        """Wait until `count` scrape targets have been scraped once (up or down): Prometheus
+        takes up new targets a few seconds after it starts, and a live test should not lose them."""
+        import json
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            req = urllib.request.Request(self.url + "/api/v1/targets", headers=self.headers())
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                active = json.load(resp)["data"]["activeTargets"]
+            if sum(1 for t in active if t.get("health") in ("up", "down")) >= count:
+                return
+            time.sleep(0.2)
+        raise PrometheusError(f"prometheus on {self.url}: fewer than {count} targets scraped after {timeout:.0f} s")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -1,0 +1,137 @@
+"""`yolocost import-results` on hand-written folders: no torch, no training needed.
+
+A plain Ultralytics folder gives the best epoch's mAP (highest mAP50-95, as best.pt is
+chosen); a run record gives labels, epoch end times and the final mAP; bad input leaves the
+database exactly as it was, with one line of error and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from yolocost.bench.record import Attempt, RunRecord
+
+HEADER = ("epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),"
+          "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2")
+ROWS = ("1,10.5,1.9,2.1,1.3,0.2,0.1,0.15,0.05,1.8,2.0,1.2,0.01,0.01,0.01",
+        "2,21.0,1.7,1.8,1.2,0.4,0.3,0.41,0.21,1.6,1.7,1.1,0.008,0.008,0.008",
+        "3,31.5,1.6,1.6,1.1,0.5,0.3,0.44,0.19,1.5,1.6,1.0,0.006,0.006,0.006")
+
+
+def _folder(path: Path, rows=ROWS, header=HEADER) -> Path:
+    path.mkdir(parents=True)
+    (path / "results.csv").write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    (path / "args.yaml").write_text("task: detect\nmodel: yolov8n.yaml\n", encoding="utf-8")
+    return path
+
+
+def _config(tmp_path: Path) -> Path:
+    config = tmp_path / "yolocost.toml"
+    config.write_text(f'[cluster]\nname = "c1"\n[database]\npath = "{tmp_path / "db.duckdb"}"\n', encoding="utf-8")
+    return config
+
+
+def _import(config: Path, *folders: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "import-results",
+                           *map(str, folders)], capture_output=True, text=True, timeout=120)
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_plain_folder_gives_the_best_epochs_map(tmp_path):
+    config = _config(tmp_path)
+    result = _import(config, _folder(tmp_path / "train3"))
+    assert result.returncode == 0, result.stderr
+    assert "imported 1 run(s) (3 epochs, 0 with labels)" in result.stdout
+    db = tmp_path / "db.duckdb"
+    # epoch 2 has the highest mAP50-95 (0.21), though epoch 3 has the higher mAP50
+    assert _rows(db, "SELECT job_id, map50, map50_95, best_epoch FROM job_results") == [("train3", 0.41, 0.21, 2)]
+    assert _rows(db, "SELECT count(*) FROM training_progress") == [(3 * 13,)]
+    assert _rows(db, "SELECT value FROM training_progress WHERE epoch = 3 AND metric = 'train/dfl_loss'") == [(1.1,)]
+    assert _rows(db, "SELECT count(*) FROM jobs") == [(0,)]
+    # epoch end times count back from the file's modification time by results.csv's `time`
+    ts = dict(_rows(db, "SELECT epoch, epoch(max(ts)) FROM training_progress GROUP BY 1"))
+    assert ts[3] - ts[1] == pytest.approx(21.0, abs=1e-3)
+
+
+def test_run_record_brings_labels_times_and_final_map(tmp_path):
+    run = _folder(tmp_path / "runs" / "lb-v8n")
+    record = RunRecord(job_id="lb-v8n", labels={"project": "vision", "user": "alice", "model_type": "yolov8n",
+                                                "image_tag": "", "image_digest": "sha256:" + "cd" * 32},
+                       model="yolov8n.yaml", data="synthetic:0", epochs=3, imgsz=64, batch=4, device="cpu",
+                       hostname="node1", gpus=[{"uuid": "GPU-1", "index": 0, "model": "NVIDIA L4", "instance": None}],
+                       start_time="2026-11-02T10:00:00+00:00", end_time="2026-11-02T10:01:00+00:00", status="finished",
+                       attempts=[Attempt(1, "2026-11-02T10:00:00+00:00", 1, 3, "2026-11-02T10:01:00+00:00", "finished")],
+                       epoch_end_times={"1": "2026-11-02T10:00:20+00:00", "2": "2026-11-02T10:00:40+00:00",
+                                        "3": "2026-11-02T10:00:55+00:00"},
+                       best_epoch=2, results={"map50": 0.43, "map50_95": 0.22, "best_epoch": 2})
+    record.save(run)
+    result = _import(_config(tmp_path), run)
+    assert result.returncode == 0, result.stderr
+    db = tmp_path / "db.duckdb"
+    assert _rows(db, "SELECT map50, map50_95, best_epoch FROM job_results") == [(0.43, 0.22, 2)]
+    job = _rows(db, "SELECT project, user_name, model_type, image_tag, image_digest, gpu_request, gpu_model, "
+                    "epochs, imgsz, batch, strftime(start_time, '%H:%M:%S') FROM jobs")
+    # an empty tag with a digest is a digest-only image, as the ingest reads job-info labels
+    assert job == [("vision", "alice", "yolov8n", None, "sha256:" + "cd" * 32, 1, "NVIDIA L4", 3, 64, 4, "10:00:00")]
+    assert _rows(db, "SELECT DISTINCT strftime(ts, '%H:%M:%S') FROM training_progress WHERE epoch = 2") == [
+        ("10:00:40",)]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "results.csv").unlink(), "no results.csv"),
+    (lambda d: (d / "results.csv").write_text(HEADER + "\n1,2,x\n"), "line 2 has 3 cells"),
+    (lambda d: (d / "results.csv").write_text(HEADER + "\n" + ROWS[0].replace("0.15", "abc") + "\n"),
+     "is not a number"),
+    (lambda d: (d / "results.csv").write_text(HEADER + "\n" + ROWS[0] + "\n" + ROWS[0] + "\n"), "epoch 1 appears twice"),
+    (lambda d: (d / "results.csv").write_text(HEADER + "\n" + ROWS[0].replace("0.15", "15.0") + "\n"),
+     "fractions between 0 and 1"),
+    (lambda d: (d / "yolocost-run.json").write_text("{not json"), "not a valid run record"),
+])
+def test_bad_input_changes_nothing(tmp_path, damage, message):
+    config = _config(tmp_path)
+    assert _import(config, _folder(tmp_path / "good")).returncode == 0
+    db = tmp_path / "db.duckdb"
+    before = {t: _rows(db, f"SELECT * FROM {t} ORDER BY ALL") for t in ("training_progress", "job_results", "jobs")}
+    stamp = os.stat(db).st_mtime_ns
+    bad = _folder(tmp_path / "bad", rows=ROWS[:1])
+    damage(bad)
+    result = _import(config, tmp_path / "good", bad)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and message in lines[-1], result.stderr
+    assert "Traceback" not in result.stderr
+    after = {t: _rows(db, f"SELECT * FROM {t} ORDER BY ALL") for t in before}
+    assert after == before
+    if message != "fractions between 0 and 1":  # refused before the database was opened
+        assert os.stat(db).st_mtime_ns == stamp
+
+
+def test_two_folders_with_one_job_id_are_refused(tmp_path):
+    one, two = _folder(tmp_path / "a" / "train"), _folder(tmp_path / "b" / "train")
+    result = _import(_config(tmp_path), one, two)
+    assert result.returncode == 2 and "are both job train" in result.stderr
+    assert not (tmp_path / "db.duckdb").exists()
+
+
+def test_record_file_is_json_with_attempts(tmp_path):
+    record = RunRecord(job_id="j", labels={}, model="m.yaml", data="d", epochs=1, imgsz=32, batch=1, device=None,
+                       hostname="h", attempts=[Attempt(1, "2026-11-02T10:00:00+00:00")])
+    path = record.save(tmp_path)
+    data = json.loads(path.read_text())
+    assert data["attempts"][0]["status"] == "running" and data["version"] == 1
+    assert RunRecord.load(tmp_path) == record

@@ -1,0 +1,141 @@
+"""NVML (nvidia-ml-py): which GPUs a job holds, and readings served in dcgm-exporter's names.
+
+For machines that run no dcgm-exporter, `DcgmCollector` serves DCGM_FI_DEV_GPU_UTIL,
+DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION with the
+labels the ingest reads (`gpu`, `UUID`, `device`, `modelName`, `Hostname`, and `GPU_I_ID` for
+a MIG instance; docs/prometheus-inputs.md). It reads the GPUs at each scrape, so the samples
+are as fresh as the scrape, with no thread of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..errors import YolocostError
+
+
+class NvmlUnavailable(YolocostError):
+    """No NVIDIA driver (or no nvidia-ml-py) on this machine."""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU (or MIG instance) a job holds, as dcgm-exporter labels it."""
+
+    uuid: str  # the physical GPU's UUID (dcgm's `UUID`)
+    index: int | None = None
+    model: str | None = None
+    instance: str | None = None  # MIG GPU instance id (dcgm's `GPU_I_ID`)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One scrape's values of one GPU in dcgm-exporter's units."""
+
+    gpu: Gpu
+    util_percent: float
+    fb_used_mib: float
+    power_w: float
+    energy_mj: float
+
+
+class Nvml:
+    """An initialized NVML session; `open()` raises NvmlUnavailable where there is no driver."""
+
+    def __init__(self, pynvml):
+        self.nv = pynvml
+
+    @classmethod
+    def open(cls) -> "Nvml":
+        try:
+            import pynvml
+        except ImportError:
+            raise NvmlUnavailable("nvidia-ml-py is not installed (pip install 'yolocost[bench]')") from None
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise NvmlUnavailable(f"no NVIDIA driver here (NVML: {exc})") from None
+        return cls(pynvml)
+
+    def close(self) -> None:
+        try:
+            self.nv.nvmlShutdown()
+        except self.nv.NVMLError:
+            pass
+
+    def _gpu(self, handle) -> Gpu:
+        nv = self.nv
+        name = nv.nvmlDeviceGetName(handle)
+        return Gpu(uuid=_text(nv.nvmlDeviceGetUUID(handle)), index=nv.nvmlDeviceGetIndex(handle),
+                   model=_text(name))
+
+    def by_index(self, index: int) -> Gpu:
+        try:
+            return self._gpu(self.nv.nvmlDeviceGetHandleByIndex(index))
+        except self.nv.NVMLError as exc:
+            raise YolocostError(f"GPU {index}: not found through NVML ({exc})") from None
+
+    def by_uuid(self, uuid: str) -> Gpu:
+        """A GPU by its UUID; a MIG instance (MIG-...) as its parent GPU plus GPU_I_ID."""
+        nv = self.nv
+        try:
+            handle = nv.nvmlDeviceGetHandleByUUID(uuid)
+            if uuid.startswith("MIG-"):
+                parent = nv.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
+                gpu = self._gpu(parent)
+                return Gpu(gpu.uuid, gpu.index, gpu.model, str(nv.nvmlDeviceGetGpuInstanceId(handle)))
+            return self._gpu(handle)
+        except nv.NVMLError as exc:
+            raise YolocostError(f"GPU {uuid}: not found through NVML ({exc})") from None
+
+    def read(self, gpus: Iterable[Gpu]) -> list[Reading]:
+        """Current utilization, memory, power and energy counter of each GPU (MIG: its parent's)."""
+        nv = self.nv
+        out = []
+        for gpu in gpus:
+            handle = nv.nvmlDeviceGetHandleByUUID(gpu.uuid)
+            out.append(Reading(
+                gpu=gpu,
+                util_percent=float(nv.nvmlDeviceGetUtilizationRates(handle).gpu),
+                fb_used_mib=nv.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
+                power_w=nv.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                energy_mj=float(nv.nvmlDeviceGetTotalEnergyConsumption(handle)),
+            ))
+        return out
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# dcgm-exporter metric -> (help, Reading attribute)
+DCGM_METRICS = {
+    "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", "util_percent"),
+    "DCGM_FI_DEV_FB_USED": ("Framebuffer memory used (in MiB).", "fb_used_mib"),
+    "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W).", "power_w"),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("Total energy consumption since boot (in mJ).", "energy_mj"),
+}
+DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "GPU_I_ID")
+
+
+class DcgmCollector:
+    """A prometheus-client collector serving `read()`'s readings under dcgm-exporter names.
+
+    All four are served as gauges: dcgm-exporter declares the energy total a counter, but
+    prometheus-client would rename a counter to `..._total`, and Prometheus stores both alike."""
+
+    def __init__(self, read: Callable[[], list[Reading]], hostname: str):
+        self.read, self.hostname = read, hostname
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        readings = self.read()
+        for name, (doc, attr) in DCGM_METRICS.items():
+            family = GaugeMetricFamily(name, doc, labels=DCGM_LABELS)
+            for r in readings:
+                index = "" if r.gpu.index is None else str(r.gpu.index)
+                family.add_metric([index, r.gpu.uuid, f"nvidia{index}", r.gpu.model or "", self.hostname,
+                                   r.gpu.instance or ""], getattr(r, attr))
+            yield family

@@ -1,0 +1,189 @@
+"""`yolocost import-results`: Ultralytics run folders into the training tables, without Prometheus.
+
+For clusters that do not run the benchmark runner's exporter. Each folder is a run folder
+of `yolocost bench run` (results.csv plus its JSON run record: labels, epoch end times, the
+final validation of the best weights) or a plain Ultralytics training folder (results.csv
+only). Rows go into training_progress (every results.csv column of every epoch), job_results
+(the record's final mAP, else the best epoch of results.csv, best = highest mAP50-95 as
+Ultralytics picks best.pt) and, where the record knows the labels, jobs. The load is the
+one of `yolocost load`: one transaction that replaces those jobs' rows and rebuilds the
+models, and leaves the database as it was on any bad input. Needs no torch.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import duckdb
+
+from . import db
+from .bench.record import RunRecord, parse_time
+from .config import Config
+from .errors import DataError
+from .load import RAW_FILES, load_parquet_dir
+
+Progress = Callable[[str], None]
+UTC = dt.timezone.utc
+MAP50, MAP50_95 = "metrics/mAP50(B)", "metrics/mAP50-95(B)"
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    jobs: list[str]
+    epochs: int
+    with_labels: int
+
+
+def read_results_csv(path: Path) -> list[dict[str, float | None]]:
+    """The rows of an Ultralytics results.csv: `epoch` (int) and `time`, then one value per column.
+
+    Header names are stripped (older Ultralytics pads them); NaN and empty cells become None."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            header = [h.strip() for h in next(reader, [])]
+            rows = [r for r in reader if any(c.strip() for c in r)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: cannot read ({exc})") from None
+    if "epoch" not in header:
+        raise DataError(f"{path}: no epoch column (not an Ultralytics results.csv)")
+    out = []
+    for n, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise DataError(f"{path}: line {n} has {len(row)} cells, the header {len(header)}")
+        values: dict[str, float | None] = {}
+        for name, cell in zip(header, row):
+            try:
+                value = float(cell) if cell.strip() else None
+            except ValueError:
+                raise DataError(f"{path}: line {n}, column {name}: {cell!r} is not a number") from None
+            values[name] = value if value is not None and math.isfinite(value) else None
+        if values["epoch"] is None or values["epoch"] != int(values["epoch"]) or values["epoch"] < 1:
+            raise DataError(f"{path}: line {n}: epoch {row[header.index('epoch')]!r} is not a positive integer")
+        values["epoch"] = int(values["epoch"])
+        out.append(values)
+    epochs = [r["epoch"] for r in out]
+    if len(set(epochs)) != len(epochs):
+        raise DataError(f"{path}: epoch {next(e for e in epochs if epochs.count(e) > 1)} appears twice")
+    return out
+
+
+def epoch_values(row: dict[str, float | None]) -> dict[str, float | None]:
+    """The metric columns of a results.csv row: everything but epoch and time."""
+    return {k: v for k, v in row.items() if k not in ("epoch", "time")}
+
+
+def best_row(rows: list[dict]) -> dict | None:
+    """The epoch Ultralytics keeps as best.pt: highest mAP50-95 (the first of equals)."""
+    scored = [r for r in rows if r.get(MAP50_95) is not None]
+    return max(scored, key=lambda r: r[MAP50_95]) if scored else None
+
+
+@dataclass
+class _Run:
+    job_id: str
+    folder: Path
+    rows: list[dict]
+    record: RunRecord | None
+
+
+def _read_run(folder: Path) -> _Run:
+    folder = Path(folder)
+    csv_path = folder / "results.csv"
+    if not csv_path.is_file():
+        raise DataError(f"{folder}: no results.csv (not an Ultralytics run folder)")
+    record = RunRecord.load(folder)
+    rows = read_results_csv(csv_path)
+    return _Run(record.job_id if record else folder.resolve().name, folder, rows, record)
+
+
+def _epoch_times(run: _Run) -> dict[int, dt.datetime]:
+    """When each epoch ended: the record's times; else from results.csv's `time` (seconds since
+    training started) counted back from the file's modification time (the last epoch's end)."""
+    times = {}
+    mtime = (run.folder / "results.csv").stat().st_mtime
+    last = run.rows[-1].get("time") if run.rows else None
+    for row in run.rows:
+        known = run.record.epoch_ended(row["epoch"]) if run.record else None
+        if known is None:
+            if row.get("time") is None or last is None:
+                raise DataError(f"{run.folder}: epoch {row['epoch']} has no time in results.csv and no run record")
+            known = dt.datetime.fromtimestamp(mtime - (last - row["time"]), UTC)
+        times[row["epoch"]] = known
+    return times
+
+
+def _result(run: _Run) -> tuple | None:
+    """(map50, map50_95, best_epoch): the record's final validation, else the best results.csv row."""
+    if run.record and run.record.results:
+        r = run.record.results
+        return r.get("map50"), r.get("map50_95"), r.get("best_epoch")
+    best = best_row(run.rows)
+    return (best.get(MAP50), best[MAP50_95], best["epoch"]) if best else None
+
+
+def _job(run: _Run, config: Config) -> tuple:
+    rec = run.record
+    labels = rec.labels
+    digest = labels.get("image_digest") or None
+    tag = labels.get("image_tag") or (None if digest else "")  # as the ingest reads job-info labels
+    models = {g.get("model") for g in rec.gpus} - {None}
+    return (rec.job_id, config.cluster, labels.get("project") or None, labels.get("user") or None,
+            labels.get("model_type") or None, tag, digest, len(rec.gpus) or None,
+            models.pop() if len(models) == 1 else None, parse_time(rec.start_time), parse_time(rec.end_time),
+            rec.epochs, rec.imgsz, rec.batch)
+
+
+def import_results(config: Config, folders: Iterable[Path], progress: Progress = lambda _: None) -> ImportResult:
+    """Load the run folders into the configured database in one transaction."""
+    runs = [_read_run(Path(f)) for f in folders]
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.job_id in seen:
+            raise DataError(f"{run.folder} and {seen[run.job_id]} are both job {run.job_id}")
+        seen[run.job_id] = run.folder
+    progress_rows, results, jobs = [], [], []
+    for run in runs:
+        times = _epoch_times(run)
+        for row in run.rows:
+            progress_rows += [(run.job_id, times[row["epoch"]], row["epoch"], name, value)
+                              for name, value in epoch_values(row).items()]
+        result = _result(run)
+        if result is not None:
+            results.append((run.job_id, *result))
+        if run.record is not None:
+            jobs.append(_job(run, config))
+        progress(f"{run.folder}: job {run.job_id}, {len(run.rows)} epoch(s)"
+                 + (", labels from its run record" if run.record else ", no run record (no labels)"))
+    with tempfile.TemporaryDirectory(prefix="yolocost-import-") as tmp:
+        folder = Path(tmp) / "import-results"
+        _write_raw(folder, {"training_progress": progress_rows, "job_results": results, "jobs": jobs})
+        load_parquet_dir(config, folder, progress)
+    return ImportResult([r.job_id for r in runs], sum(len(r.rows) for r in runs), len(jobs))
+
+
+def _write_raw(folder: Path, rows: dict[str, list[tuple]]) -> None:
+    """The rows as the raw Parquet files `yolocost load` reads (and an empty gpu_usage.parquet):
+    typed by DuckDB's own raw tables, so a value that does not fit is refused here."""
+    folder.mkdir(parents=True)
+    con = duckdb.connect()
+    try:
+        db.create_schema(con)
+        con.execute("SET TimeZone = 'UTC'")
+        for table, values in rows.items():
+            if values:
+                marks = ", ".join("?" * len(values[0]))
+                try:
+                    con.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
+                except duckdb.Error as exc:
+                    raise DataError(f"{table}: {str(exc).splitlines()[0]}") from None
+        for table, (name, _) in RAW_FILES.items():
+            con.execute(f"COPY (SELECT * FROM {table}) TO '{folder / name}' (FORMAT parquet)")
+    finally:
+        con.close()
