@@ -148,7 +148,7 @@ class Attribution:
     def _from_job_info(self, job_id: str, series: dict[str, str]) -> None:
         s = {**self.job_info.get(job_id, {}), **series}
         job = self.jobs.setdefault(job_id, JobLabels())
-        get = lambda name: s.get(self._key(name)) or None  # noqa: E731
+        get = lambda name: s.get(sanitize(self._key(name))) or None  # noqa: E731
         job.fill(project=get("project"), user_name=get("user"), model_type=get("model_type"),
                  image_digest=s.get("image_digest") or None, gpu_request=_int(s.get("gpu_request")),
                  epochs=_int(s.get("epochs")), imgsz=_int(s.get("imgsz")), batch=_int(s.get("batch")))

@@ -518,11 +518,19 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
         model_type=model_type, image_tag=image_tag, image_digest=image_digest, epochs=epochs, imgsz=imgsz,
         batch=batch, device=device, out=Path(out_dir), metrics_addr=metrics_addr, metrics_port=metrics_port,
         gpu_sampler=gpu_sampler, images=images, seed=seed, linger=linger, train_args=parse_train_args(train_arg),
-        verbose=verbose, stop_after_epoch=stop_after_epoch,
+        verbose=verbose, stop_after_epoch=stop_after_epoch, label_names=_served_label_names(state),
     )
     record, run_dir = run_bench(opts, state.log)
     click.echo(f"job {record.job_id} finished: {_maps(record)} (best epoch {(record.results or {}).get('best_epoch')}), "
                f"{len(record.attempts)} attempt(s); run folder {run_dir}")
+
+
+def _served_label_names(state: State) -> dict[str, str]:
+    """The job-info label names the config's ingest reads ([labels]; defaults without a config)."""
+    from .attribution import sanitize
+
+    labels = state.config.labels
+    return {dim: sanitize(getattr(labels, dim)) for dim in ("project", "user", "model_type", "image_tag")}
 
 
 def _maps(record) -> str:
@@ -550,6 +558,7 @@ def bench_matrix(state: State, file, out_dir, metrics_port):
 
     overrides = {k: v for k, v in {"out": Path(out_dir) if out_dir else None, "metrics_port": metrics_port}.items()
                  if v is not None}
+    overrides["label_names"] = _served_label_names(state)
     runs = run_matrix(Path(file), state.log, **overrides)
     for run in runs:
         attempts = len(run.record.attempts) if run.record else 0

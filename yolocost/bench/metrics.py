@@ -15,21 +15,24 @@ from ..errors import YolocostError
 from .nvml import Gpu
 
 JOB_LABELS = ("project", "user", "model_type", "image_tag", "image_digest")
-INFO_LABELS = ("job_id", *JOB_LABELS, "gpu_request", "epochs", "imgsz", "batch", "Hostname", "UUID", "GPU_I_ID")
+OTHER_INFO_LABELS = ("gpu_request", "epochs", "imgsz", "batch", "Hostname", "UUID", "GPU_I_ID")
 
 
 class JobMetrics:
     """One job's series in a registry of their own, served over HTTP once `serve` is called."""
 
-    def __init__(self, job_id: str):
+    def __init__(self, job_id: str, label_names: dict[str, str] | None = None):
+        """`label_names`: the label each job dimension is served as (the cluster's `[labels]`
+        keys), e.g. {"project": "team"}; a dimension not named keeps its own name."""
         from prometheus_client import CollectorRegistry, Gauge
 
         self.job_id = job_id
+        self.names = {dim: (label_names or {}).get(dim) or dim for dim in JOB_LABELS}
         self.registry = CollectorRegistry()
         self.server = None
         gauge = lambda name, doc, labels: Gauge(name, doc, labels, registry=self.registry)  # noqa: E731
         self.info = gauge("yolocost_job_info", "1 while the job holds this GPU; its labels describe the job.",
-                          INFO_LABELS)
+                          ("job_id", *self.names.values(), *OTHER_INFO_LABELS))
         self.epoch_metric = gauge("yolocost_epoch_metric", "One results.csv column of a finished epoch (1-based).",
                                   ("job_id", "epoch", "name"))
         self.epoch_end = gauge("yolocost_epoch_end_time_seconds", "Unix time the epoch ended.", ("job_id", "epoch"))
@@ -52,7 +55,8 @@ class JobMetrics:
 
     def hold(self, labels: dict[str, str], gpus: list[Gpu], hostname: str, started: dt.datetime) -> None:
         """Job info for each GPU held (one series with no UUID when none is known), and the start."""
-        common = {"job_id": self.job_id, **labels, "gpu_request": str(len(gpus)) if gpus else "", "Hostname": hostname}
+        common = {"job_id": self.job_id, **{self.names.get(k, k): v for k, v in labels.items()},
+                  "gpu_request": str(len(gpus)) if gpus else "", "Hostname": hostname}
         for gpu in gpus or [Gpu(uuid="")]:
             self.info.labels(**common, UUID=gpu.uuid, GPU_I_ID=gpu.instance or "").set(1)
         self.start.labels(self.job_id).set(started.timestamp())

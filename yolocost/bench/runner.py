@@ -57,6 +57,7 @@ class BenchOptions:
     seed: int = 0
     linger: float = 60.0  # seconds the final results stay served after training
     train_args: dict[str, Any] = field(default_factory=dict)  # further Ultralytics train arguments
+    label_names: dict[str, str] = field(default_factory=dict)  # job dimension -> label it is served as
     verbose: bool = False
     stop_after_epoch: int | None = None  # tests: SIGKILL itself after this epoch, as a preempted job
 
@@ -219,7 +220,7 @@ class _Reporting:
 
     def __init__(self, opts: BenchOptions, record: RunRecord, attempt: Attempt, run_dir: Path, progress: Progress):
         self.opts, self.record, self.attempt, self.run_dir, self.say = opts, record, attempt, run_dir, progress
-        self.metrics = JobMetrics(record.job_id)
+        self.metrics = JobMetrics(record.job_id, opts.label_names)
         self.started = time.monotonic()
 
     def __enter__(self) -> "_Reporting":
