@@ -492,13 +492,14 @@ def _summed(groups: np.ndarray, n: int, values: np.ndarray, nulls_sum_to_null: b
 
 
 def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> pa.Table:
-    """Fold the aligned points of each series into GPU x owner x interval rows.
+    """Fold the aligned points of each series into GPU x owner x interval rows."""
+    return _rounded(_grouped(points, gpus, owners, config.grain_seconds), config)
 
-    Grouped in numpy on integer codes (series -> GPU, owner), so memory stays near that of
-    the point arrays; strings are attached to the grouped rows only. Seconds are rounded to
-    the microsecond cumulatively over a GPU-interval's owners, so shared samples (1/3 each,
-    ...) still add up exactly to the GPU's seconds."""
-    scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
+
+def _grouped(points: "_Points", gpus: list, owners: list[str | None], grain: int) -> pa.Table:
+    """Sums per GPU x owner x interval, grouped in numpy on integer codes (series -> GPU,
+    owner), so memory stays near that of the point arrays; strings are attached to the
+    grouped rows only."""
     uuids = sorted({g.gpu_uuid for g in gpus if g is not None})
     gpu_code = {u: n for n, u in enumerate(uuids)}
     owner_code = {o: n + 1 for n, o in enumerate(sorted({o for o in owners if o is not None}))}  # 0: nobody's
@@ -529,7 +530,7 @@ def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: C
         "gpu_model": pa.array([g.gpu_model if g else None for g in gpus], pa.string()),
         "mig_profile": pa.array([g.mig_profile if g else None for g in gpus], pa.string()),
     }
-    owned = pa.table({
+    return pa.table({
         "interval_start": points.start + step[first] * grain,
         **{name: column.take(row_series) for name, column in series.items()},
         "samples": np.bincount(groups, samples, n),
@@ -541,7 +542,14 @@ def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: C
         "energy": _summed(groups, n, value["energy"], False),
         "power_energy": pa.array(_summed(groups, n, power_energy, True), from_pandas=True),
     })
-    con = duckdb.connect()
+
+
+def _rounded(owned: pa.Table, config: Config) -> pa.Table:
+    """Raw usage rows from the sums. Seconds are rounded to the microsecond cumulatively over
+    a GPU-interval's owners, so shared samples (1/3 each, ...) still add up exactly to the
+    GPU's seconds."""
+    scrape = config.prometheus.scrape_interval_seconds
+    con = duckdb.connect(config={"threads": 1})
     try:
         con.register("owned", owned)
         return con.sql(f"""

@@ -19,11 +19,12 @@ if _path:
     _counts: dict = {}
     _stages: dict = {}
     _hwm: dict = {}  # peak RSS (VmHWM, MiB) of the process when a stage ended
+    _rss: dict = {}  # RSS (VmRSS, MiB) when a stage ended
 
-    def _vmhwm() -> float:
+    def _vmhwm(field: str = "VmHWM:") -> float:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) / 1024
         return 0.0
 
@@ -38,6 +39,7 @@ if _path:
                 _stages[label] = _stages.get(label, 0.0) + time.monotonic() - t
                 if hwm:
                     _hwm[label] = round(_vmhwm(), 1)
+                    _rss[label] = round(_vmhwm("VmRSS:"), 1)
 
         setattr(owner, name, wrapper)
 
@@ -94,6 +96,8 @@ if _path:
     _timed(_ing._Points, "arrays", "json_to_arrays_s", hwm=False)
     _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
     _timed(_ing._Fetcher, "_usage", "assemble_s")
+    _timed(_ing, "_grouped", "assemble_group_s")
+    _timed(_ing, "_rounded", "assemble_round_s")
     _timed(_ing._Fetcher, "_training", "training_s")
     _timed(_ing, "rebuild", "rebuild_models_s")
     _timed(_ing, "replace_window", "replace_window_s")
@@ -106,6 +110,6 @@ if _path:
     @atexit.register
     def _dump():
         with open(_path, "w") as fh:
-            json.dump({"counts": _counts, "stages": _stages, "hook_import_s": _imports, "peak_rss_after_mib": _hwm,
+            json.dump({"counts": _counts, "stages": _stages, "hook_import_s": _imports, "peak_rss_after_mib": _hwm, "rss_after_mib": _rss,
                        "request_fingerprints": sorted(_requests),
                        "process_s": time.monotonic() - _t0}, fh)
