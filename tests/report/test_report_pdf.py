@@ -102,3 +102,35 @@ def test_a_browser_that_hangs_or_dies_is_one_clean_error(tmp_path, script):
     assert time.monotonic() - started < 20
     for pattern in (str(fake), "sleep 987654"):
         assert subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout == ""
+
+
+def test_a_batch_of_charts_comes_back_as_svg_in_order():
+    """The figures of a batch are drawn by several tabs at once; each SVG matches its figure,
+    also across the reload a tab gets every RELOAD_EVERY figures."""
+    import plotly.graph_objects as go
+    from browser import chromium_path
+
+    from yolocost.report.pdf import RELOAD_EVERY, SvgExporter
+
+    require_tools(chromium=True)
+    names = [f"chart {i}" for i in range(RELOAD_EVERY + 3)]
+    figures = [go.Figure(go.Bar(x=["a"], y=[i + 1])).update_layout(title_text=name, height=200)
+               for i, name in enumerate(names)]
+    with SvgExporter(chromium_path()) as exporter:
+        svgs = exporter.svgs(figures)
+    assert len(svgs) == len(names)
+    for name, svg in zip(names, svgs):
+        assert svg.lstrip().startswith("<svg") and f">{name}<" in svg, name
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_printer_writes_whole_pdfs_in_the_order_submitted(tmp_path, workers):
+    from yolocost.report.pdf import Printer
+
+    outs = [tmp_path / f"{stem}.pdf" for stem in ("b", "a", "c")]
+    with Printer(workers) as printer:
+        for out in outs:
+            printer.submit(f"<p>report {out.stem}</p>", out)
+        assert list(printer.done(wait=True)) == outs
+    assert all(out.read_bytes().startswith(b"%PDF") for out in outs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pdf", "b.pdf", "c.pdf"]  # no .tmp left

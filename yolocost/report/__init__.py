@@ -173,6 +173,12 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
     }
 
 
+def _report_done(paths: Iterable[Path], result: ReportResult, progress: Progress) -> None:
+    for path in paths:
+        result.files.append(path)
+        progress(f"wrote {path}")
+
+
 def render_reports(
     config: Config,
     month: str,
@@ -214,8 +220,10 @@ def render_reports(
     env = environment(templates)
     page = env.get_template("report.html")
     result = ReportResult(month, folder, audiences=chosen, formats=formats)
+    started = time.monotonic()
     figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in chosen}
     result.charts = sum(len(f) for f in figures.values())
+    progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")
 
     if "html" in formats:
         started = time.monotonic()
@@ -235,22 +243,24 @@ def render_reports(
         from . import pdf
 
         started = time.monotonic()
-        progress(f"starting Chromium ({chromium}) to export {result.charts} charts as SVG")
-        with pdf.SvgExporter(chromium) as exporter:
-            svgs = {a: {name: exporter.svg(fig) for name, fig in figures[a].items()} for a in chosen}
-        for audience in chosen:
-            mine = svgs[audience]
-            text = page.render(
-                **_context(config, month, audience, reports[audience]), fmt="pdf",
-                chart=lambda name, mine=mine: pdf.chart_markup(mine[name]) if name in mine else "",
-                has_chart=lambda name, mine=mine: name in mine,
-                plotly_js="",
-            )
-            out = folder / f"{audience.stem}.pdf"
-            tmp = out.with_name(f".{out.name}.tmp")
-            pdf.write_pdf(text, tmp)
-            os.replace(tmp, out)
-            result.files.append(out)
-            progress(f"wrote {out}")
+        exporting = 0.0
+        with pdf.Printer() as printer:  # its workers start (and load WeasyPrint) alongside Chromium
+            progress(f"starting Chromium ({chromium}) to export {result.charts} charts as SVG")
+            with pdf.SvgExporter(chromium) as exporter:
+                for audience in chosen:  # each report prints while the next one's charts export
+                    begun = time.monotonic()
+                    mine = dict(zip(figures[audience], exporter.svgs(list(figures[audience].values()))))
+                    exporting += time.monotonic() - begun
+                    text = page.render(
+                        **_context(config, month, audience, reports[audience]), fmt="pdf",
+                        chart=lambda name, mine=mine: pdf.chart_markup(mine[name]) if name in mine else "",
+                        has_chart=lambda name, mine=mine: name in mine,
+                        plotly_js="",
+                    )
+                    printer.submit(text, folder / f"{audience.stem}.pdf")
+                    _report_done(printer.done(), result, progress)
+            _report_done(printer.done(wait=True), result, progress)
+        progress(f"SVG export {exporting:.1f} s ({pdf.TABS} tabs); WeasyPrint {printer.seconds:.1f} s of work "
+                 f"in {printer.workers} process(es)")
         result.pdf_seconds = time.monotonic() - started
     return result

@@ -1,17 +1,20 @@
 """The PDF report: the plotly figures as vector SVG, printed with WeasyPrint.
 
 The figures go through kaleido 1.x, which drives a headless Chromium (Debian's `chromium`).
-One browser serves the whole run: `SvgExporter` opens a `kaleido.Kaleido(n=1,
+One browser serves the whole run: `SvgExporter` opens a `kaleido.Kaleido(n=TABS,
 mathjax=False)` on an event loop of its own and every call waits with a timeout, so a
 browser that does not start or answer ends the run with one line instead of hanging.
 (MathJax stays off: kaleido would load it from a CDN, and behind a firewall that waits
 forever. `kaleido.start_sync_server` would do the same job, but its calls block on a queue
 with no timeout, for ever if the browser fails to start.) The plotly.js kaleido loads is the
-one shipped with plotly.py, from a local file.
+one shipped with plotly.py, from a local file. A report's figures go to the browser in one
+batch, drawn by its tabs side by side.
 
 WeasyPrint reads only the first family of an SVG `font-family` list written with spaces
 after the commas, so the SVG text is rewritten without them (the CJK font must be found for
-Chinese names). WeasyPrint may fetch nothing but data: URLs.
+Chinese names). WeasyPrint may fetch nothing but data: URLs. `Printer` prints the reports in
+worker processes (WeasyPrint is pure Python: one report per core), each written next to its
+target and renamed once complete.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from pathlib import Path
+from typing import Iterator, Sequence
 
 import plotly.graph_objects as go
 from markupsafe import Markup
@@ -39,6 +44,9 @@ INSTALL_HINT = "install it with `apt-get install chromium` (Debian/Ubuntu), or r
 QUIET_LOGGERS = ("choreographer", "kaleido", "logistro", "browser_proc")
 START_TIMEOUT = 60.0  # s: Chromium start-up
 EXPORT_TIMEOUT = 30.0  # s: one figure
+TABS = 2  # Chromium tabs drawing figures at once
+RELOAD_EVERY = 50  # figures a tab draws between two reloads
+PRINT_WORKERS = 2  # WeasyPrint processes at most (never more than the machine's cores)
 
 
 def find_chromium() -> str:
@@ -65,17 +73,41 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _kaleido_class():
+    """kaleido.Kaleido, but a tab is reloaded every RELOAD_EVERY figures instead of after each.
+
+    A reload parses all of plotly.js again (about 0.15 s, three times the drawing of a chart).
+    Each figure is drawn into an element of its own that plotly purges afterwards, so its SVG
+    does not depend on what the tab drew before (the same elements and attributes; only the
+    attribute order and plotly's random ids differ); the periodic reload bounds whatever a
+    long run could leave behind."""
+    import kaleido
+
+    class Kaleido(kaleido.Kaleido):
+        async def _return_kaleido_tab(self, tab) -> None:
+            drawn = getattr(tab, "_yolocost_drawn", 0) + 1
+            if drawn >= RELOAD_EVERY:
+                await tab.reload()
+                drawn = 0
+            tab._yolocost_drawn = drawn
+            await self.tabs_ready.put(tab)
+
+    return Kaleido
+
+
 class SvgExporter:
     """One headless Chromium (through kaleido) turning plotly figures into SVG.
 
         with SvgExporter(find_chromium()) as export:
-            svg = export.svg(fig)
+            svgs = export.svgs([fig1, fig2])
     """
 
-    def __init__(self, chromium: str, *, start_timeout: float = START_TIMEOUT, timeout: float = EXPORT_TIMEOUT):
+    def __init__(self, chromium: str, *, start_timeout: float = START_TIMEOUT, timeout: float = EXPORT_TIMEOUT,
+                 tabs: int = TABS):
         self.chromium = chromium
         self.start_timeout = start_timeout
         self.timeout = timeout
+        self.tabs = max(1, tabs)
         self.exported = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -116,9 +148,7 @@ class SvgExporter:
             logging.getLogger(name).setLevel(level)
 
     async def _open(self):
-        import kaleido
-
-        k = kaleido.Kaleido(n=1, mathjax=False, path=self.chromium, timeout=self.timeout)
+        k = _kaleido_class()(n=self.tabs, mathjax=False, path=self.chromium, timeout=self.timeout)
         self._browser = k
         await k.open()
         return k
@@ -184,11 +214,24 @@ class SvgExporter:
 
     def svg(self, fig: go.Figure, width: int = WIDTH) -> str:
         """The figure as SVG text, fonts fixed for WeasyPrint."""
-        height = int(fig.layout.height or 360)
-        data = self._wait(self._kaleido.calc_fig(fig, opts={"format": "svg", "width": width, "height": height}),
-                          self.timeout + 5, "exporting a chart to SVG")
-        self.exported += 1
-        return fix_svg(data.decode("utf-8") if isinstance(data, bytes) else str(data))
+        return self.svgs([fig], width)[0]
+
+    def svgs(self, figures: Sequence[go.Figure], width: int = WIDTH) -> list[str]:
+        """The figures as SVG text, in order, fonts fixed for WeasyPrint: one batch, which the
+        browser's tabs draw side by side (kaleido times each figure out on its own)."""
+        if not figures:
+            return []
+
+        async def batch():
+            return await asyncio.gather(*(
+                self._kaleido.calc_fig(fig, opts={"format": "svg", "width": width, "height": int(fig.layout.height or 360)})
+                for fig in figures))
+
+        rounds = -(-len(figures) // self.tabs)
+        what = "exporting a chart to SVG" if len(figures) == 1 else f"exporting {len(figures)} charts to SVG"
+        found = self._wait(batch(), self.timeout * rounds + 5, what)
+        self.exported += len(found)
+        return [fix_svg(d.decode("utf-8") if isinstance(d, bytes) else str(d)) for d in found]
 
 
 # in a style (font-family: 'A', B; ...: entities such as &quot; allowed) or as an attribute
@@ -220,3 +263,75 @@ def write_pdf(html: str, out: Path) -> Path:
     document = weasyprint.HTML(string=html, url_fetcher=fetcher) if fetcher else weasyprint.HTML(string=html)
     document.write_pdf(str(out))
     return out
+
+
+def _print(html: str, out: Path) -> float:
+    """write_pdf in a worker: the seconds it took."""
+    started = time.monotonic()
+    write_pdf(html, out)
+    return time.monotonic() - started
+
+
+def _warm_up() -> None:
+    """A worker's first job: import WeasyPrint and load the fonts once, while Chromium starts."""
+    import weasyprint
+
+    weasyprint.HTML(string='<p style="font-family: \'Noto Sans\'">warm 热身</p>').render()
+
+
+class Printer:
+    """Prints pages to PDF in worker processes, each into `.<name>.tmp` renamed when complete.
+
+        with Printer(workers=2) as printer:
+            printer.submit(html, folder / "admin.pdf")
+            for path in printer.done(wait=True):
+                ...
+
+    Workers are spawned (not forked: the parent runs threads, the browser's event loop among
+    them); with one worker the pages are printed in this process, one after the other.
+    `seconds` adds up the time each page took to print."""
+
+    def __init__(self, workers: int = PRINT_WORKERS):
+        self.workers = max(1, min(workers, os.cpu_count() or 1))
+        self.seconds = 0.0
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._pending: list[tuple[Path, Path, concurrent.futures.Future | None]] = []
+
+    def __enter__(self) -> "Printer":
+        if self.workers > 1:
+            import multiprocessing
+
+            self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            for _ in range(self.workers):
+                self._pool.submit(_warm_up)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        for out, tmp, _ in self._pending:
+            tmp.unlink(missing_ok=True)
+        self._pending.clear()
+
+    def submit(self, html: str, out: Path) -> None:
+        tmp = out.with_name(f".{out.name}.tmp")
+        if self._pool is None:
+            self.seconds += _print(html, tmp)
+            self._pending.append((out, tmp, None))
+        else:
+            self._pending.append((out, tmp, self._pool.submit(_print, html, tmp)))
+
+    def done(self, wait: bool = False) -> Iterator[Path]:
+        """The PDFs finished so far (all of them with `wait`), in the order submitted."""
+        while self._pending:
+            out, tmp, future = self._pending[0]
+            if future is not None:
+                if not wait and not future.done():
+                    return
+                try:
+                    self.seconds += future.result()
+                except concurrent.futures.BrokenExecutor:
+                    raise YolocostError("printing a PDF failed: a WeasyPrint worker process died") from None
+            self._pending.pop(0)
+            os.replace(tmp, out)
+            yield out

@@ -7,21 +7,21 @@
 SELECT
     CASE
         WHEN GROUPING(u.day) = 0 THEN 'day_project_gpu_model'
-        WHEN GROUPING(u.user_name) = 0 THEN 'month_project_user'
-        WHEN GROUPING(u.image_tag_label) = 0 THEN 'month_project_image_tag'
+        WHEN GROUPING(j.user_name) = 0 THEN 'month_project_user'
+        WHEN GROUPING(j.image_tag_label) = 0 THEN 'month_project_image_tag'
         ELSE 'month_project'
     END AS grouping_set,
     u.month,
     u.day,
     u.project_name AS project,
     u.bucket,
-    u.user_name,
-    u.image_tag_label AS image_tag,
-    u.tag_status,
+    j.user_name,
+    j.image_tag_label AS image_tag,
+    j.tag_status,
     u.gpu_model,
     count(DISTINCT u.job_id) AS jobs,
-    count(DISTINCT u.user_name) AS users,
-    string_agg(DISTINCT u.image_digest, ', ' ORDER BY u.image_digest) AS image_digests,
+    count(DISTINCT j.user_name) AS users,
+    string_agg(DISTINCT j.image_digest, ', ' ORDER BY j.image_digest) AS image_digests,
     sum(u.seconds_present) AS seconds_present,
     sum(u.gpu_seconds) AS gpu_seconds,
     CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
@@ -33,10 +33,11 @@ SELECT
     sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
     CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
     max(u.mem_peak_mib) AS mem_peak_mib
-FROM int_usage_priced AS u
+FROM int_usage_gpu_day AS u
+LEFT JOIN int_jobs AS j ON j.job_id = u.job_id
 GROUP BY GROUPING SETS (
     (u.month, u.project_name, u.bucket),
-    (u.month, u.project_name, u.bucket, u.user_name),
-    (u.month, u.project_name, u.bucket, u.image_tag_label, u.tag_status),
+    (u.month, u.project_name, u.bucket, j.user_name),
+    (u.month, u.project_name, u.bucket, j.image_tag_label, j.tag_status),
     (u.day, u.month, u.project_name, u.bucket, u.gpu_model)
 )

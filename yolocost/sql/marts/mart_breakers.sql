@@ -22,7 +22,7 @@ SELECT
     r.loss_before - r.loss_after AS loss_improvement
 FROM int_breaker_runs AS r
 CROSS JOIN settings AS s
-JOIN stg_jobs AS j ON j.job_id = r.job_id
+JOIN int_jobs AS j ON j.job_id = r.job_id
 WHERE r.run_seconds >= s.breaker_min_seconds
   AND r.loss_before IS NOT NULL
   AND r.loss_before - r.loss_after < s.breaker_loss_delta

@@ -8,8 +8,8 @@ SELECT
     any_value(s.currency) AS currency,
     count(DISTINCT u.gpu_uuid) AS gpus,
     count(DISTINCT u.job_id) AS jobs,
-    count(DISTINCT u.project) AS projects,
-    count(DISTINCT u.user_name) AS users,
+    count(DISTINCT j.project) AS projects,
+    count(DISTINCT j.user_name) AS users,
     sum(u.gpu_seconds) AS capacity_gpu_seconds,
     CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS capacity_gpu_hours,
     CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600 AS attributed_gpu_hours,
@@ -28,6 +28,7 @@ SELECT
     CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
     sum(u.energy_cost) AS energy_cost,
     sum(u.gpu_cost) + sum(u.energy_cost) AS total_cost
-FROM int_usage_priced AS u
+FROM int_usage_gpu_day AS u
+LEFT JOIN int_jobs AS j ON j.job_id = u.job_id
 CROSS JOIN settings AS s
 GROUP BY u.month

@@ -29,8 +29,9 @@ LEFT JOIN (
         u.day,
         u.project_name,
         u.gpu_model,
-        string_agg(DISTINCT u.image_tag_label, '; ' ORDER BY u.image_tag_label) AS image_tags
-    FROM int_usage_priced AS u
+        string_agg(DISTINCT j.image_tag_label, '; ' ORDER BY j.image_tag_label) AS image_tags
+    FROM int_usage_gpu_day AS u
+    JOIN int_jobs AS j ON j.job_id = u.job_id
     WHERE u.bucket <> 'unallocated'
     GROUP BY u.day, u.project_name, u.gpu_model
 ) AS t

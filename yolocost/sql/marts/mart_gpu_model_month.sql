@@ -17,5 +17,5 @@ SELECT
     coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
     sum(u.energy_cost) AS energy_cost,
     max(u.mem_peak_mib) AS mem_peak_mib
-FROM int_usage_priced AS u
+FROM int_usage_gpu_day AS u
 GROUP BY u.month, u.gpu_model

@@ -12,5 +12,5 @@ SELECT
     sum(u.gpu_cost) AS capacity_cost,
     coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
     CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density
-FROM int_usage_priced AS u
+FROM int_usage_gpu_day AS u
 GROUP BY u.day, u.month, u.hostname, u.gpu_model

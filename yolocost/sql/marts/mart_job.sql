@@ -68,7 +68,7 @@ SELECT
     coalesce(b.breaker_stretches, 0) AS breaker_stretches,
     coalesce(b.breaker_gpu_hours, 0) AS breaker_gpu_hours,
     coalesce(b.breaker_cost, 0) AS breaker_cost
-FROM stg_jobs AS j
+FROM int_jobs AS j
 LEFT JOIN usage AS u ON u.job_id = j.job_id
 LEFT JOIN job_results AS r ON r.job_id = j.job_id
 LEFT JOIN breakers AS b ON b.job_id = j.job_id

@@ -4,16 +4,16 @@
 SELECT
     u.month,
     u.job_id,
-    any_value(u.project_name) AS project,
-    any_value(u.bucket) AS bucket,
-    any_value(u.user_name) AS user_name,
-    any_value(u.model_type) AS model_type,
-    any_value(u.image_tag_label) AS image_tag,
-    any_value(u.tag_status) AS tag_status,
+    any_value(j.project_name) AS project,
+    any_value(j.bucket) AS bucket,
+    any_value(j.user_name) AS user_name,
+    any_value(j.model_type) AS model_type,
+    any_value(j.image_tag_label) AS image_tag,
+    any_value(j.tag_status) AS tag_status,
     string_agg(DISTINCT u.gpu_model, ', ' ORDER BY u.gpu_model) AS gpu_models,
     count(DISTINCT u.gpu_uuid) AS gpus,
-    min(u.interval_start) AS first_interval,
-    max(u.interval_start) AS last_interval,
+    min(u.first_interval) AS first_interval,
+    max(u.last_interval) AS last_interval,
     sum(u.seconds_present) AS seconds_present,
     sum(u.seconds_busy) AS seconds_busy,
     sum(u.seconds_idle) AS seconds_idle,
@@ -29,6 +29,6 @@ SELECT
     CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
     sum(u.power_energy_j) / 3.6e6 AS power_energy_kwh,
     max(u.mem_peak_mib) AS mem_peak_mib
-FROM int_usage_priced AS u
-WHERE u.job_id IS NOT NULL
+FROM int_usage_gpu_day AS u
+JOIN int_jobs AS j ON j.job_id = u.job_id
 GROUP BY u.month, u.job_id

@@ -12,5 +12,5 @@ SELECT
     m.gpu_hours,
     m.cost
 FROM mart_job_month AS m
-JOIN stg_jobs AS j ON j.job_id = m.job_id
+JOIN int_jobs AS j ON j.job_id = m.job_id
 WHERE m.tag_status <> 'ok'

@@ -3,7 +3,9 @@
 -- up by, and gpu_seconds: seconds weighted by the share of a physical GPU the row stands
 -- for (a MIG instance counts slices/7 of a GPU, slices/4 on an A30, unless its profile has
 -- a price of its own). Money and GPU-hours downstream are computed from gpu_seconds.
+-- usage_row is the raw row's rowid: a key to join a row's computed figures back to it.
 SELECT
+    u.rowid AS usage_row,
     u.interval_start,
     u.cluster,
     u.hostname,
