@@ -135,6 +135,11 @@ def relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     ).fetchall()
 
 
+# physical row ids exposed by a view (stg_gpu_usage.usage_row): a replaced window gets new
+# ones, so they are not part of what a rerun must leave identical
+ROW_KEYS = ("usage_row",)
+
+
 def snapshot(db_path: Path, *, skip: tuple[str, ...] = ()) -> dict[str, object]:
     """Every table's and view's full contents (ordered) plus the definitions, read-only."""
     con = duckdb.connect(str(db_path), read_only=True)
@@ -147,7 +152,10 @@ def snapshot(db_path: Path, *, skip: tuple[str, ...] = ()) -> dict[str, object]:
         }
         for name, _kind in relations(con):
             if name not in skip:
-                out[name] = con.execute(f'SELECT * FROM "{name}" ORDER BY ALL').fetchall()
+                columns = [c for (c,) in con.execute(f'SELECT column_name FROM (DESCRIBE "{name}")').fetchall()
+                           if c not in ROW_KEYS]
+                select = ", ".join(f'"{c}"' for c in columns)
+                out[name] = con.execute(f'SELECT {select} FROM "{name}" ORDER BY ALL').fetchall()
         return out
     finally:
         con.close()
