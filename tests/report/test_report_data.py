@@ -92,3 +92,23 @@ def test_month_helpers():
     assert data.previous_month("2026-01") == "2025-12" and data.previous_month("2026-10") == "2026-09"
     with pytest.raises(YolocostError):
         data.check_month("2026-1")
+
+
+def test_a_project_has_one_colour_in_every_admin_chart(con, sample_db):
+    from yolocost.report import charts
+
+    report = _collect(con, sample_db.config, None)
+    figures = charts.build(report, sample_db.config.currency, admin=True)
+    by_chart = {}
+    bars = figures["projects"].data[0]
+    by_chart["projects"] = dict(zip(bars.y, bars.marker.color))
+    by_chart["daily"] = {trace.name: trace.marker.color for trace in figures["daily"].data}
+    bars = figures["users"].data[0]
+    by_chart["users"] = {label.split(" · ", 1)[1]: color for label, color in zip(bars.y, bars.marker.color)}
+    projects = {p["project"] for p in report["projects"] if p["bucket"] == "project"}
+    assert len(projects) >= 5
+    for project in projects:
+        seen = {name: colors[charts.esc(project)] for name, colors in by_chart.items() if charts.esc(project) in colors}
+        assert len(seen) == 3 and len(set(seen.values())) == 1, (project, seen)
+    # and different projects get different colours
+    assert len({by_chart["projects"][charts.esc(p)] for p in projects}) == len(projects)

@@ -57,14 +57,15 @@ def _colors(names: Iterable[str]) -> dict[str, str]:
     return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
 
 
-def daily(section: dict, currency: str) -> go.Figure | None:
+def daily(section: dict, currency: str, colors: dict[str, str] | None = None) -> go.Figure | None:
+    """Cost per day, stacked by project (admin; `colors` as in the other charts) or user."""
     found = section["rows"]
     if not found:
         return None
     series: dict[tuple[str, str], dict[str, float]] = {}
     for r in found:
         series.setdefault((r.get("bucket", "project"), r["series"]), {})[r["day"]] = _f(r["cost"])
-    colors = _colors(name for bucket, name in series if bucket == "project")
+    colors = colors or _colors(name for bucket, name in series if bucket == "project")
     days = sorted({r["day"] for r in found})
     fig = go.Figure()
     for (bucket, name), by_day in sorted(series.items(), key=lambda kv: (kv[0][0] != "project", kv[0][1])):
@@ -78,11 +79,16 @@ def daily(section: dict, currency: str) -> go.Figure | None:
     return fig
 
 
+def project_colors(found: list[dict]) -> dict[str, str]:
+    """One colour per project for every chart of the admin report."""
+    return _colors(r["project"] for r in found if r["bucket"] == "project")
+
+
 def projects(found: list[dict], currency: str) -> go.Figure | None:
     if not found:
         return None
     items = list(reversed(found))
-    colors = _colors(r["project"] for r in found if r["bucket"] == "project")
+    colors = project_colors(found)
     fig = go.Figure(go.Bar(
         y=[esc(r["project"]) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
         marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"])) for r in items],
@@ -93,16 +99,18 @@ def projects(found: list[dict], currency: str) -> go.Figure | None:
     return _layout(fig, f"Cost by project ({currency})", _hbar_height(len(items)), showlegend=False)
 
 
-def users(found: list[dict], currency: str, admin: bool) -> go.Figure | None:
+def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go.Figure | None:
+    """Cost by user; in the admin report (`colors` given) labeled and coloured by project."""
     top = found[:MAX_BARS]
     if not top:
         return None
     items = list(reversed(top))
+    admin = colors is not None
     label = (lambda r: f"{esc(r['user_name'])} · {esc(r['project'])}") if admin else (lambda r: esc(r["user_name"]))
-    colors = _colors(r["project"] for r in top)
     fig = go.Figure(go.Bar(
         y=[label(r) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
-        marker_color=[BUCKET_COLORS.get(r["bucket"], colors[r["project"]]) if admin else PALETTE[0] for r in items],
+        marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"], PALETTE[0])) if admin else PALETTE[0]
+                      for r in items],
         customdata=[[r["jobs"], _f(r["gpu_hours"])] for r in items],
         hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]}} jobs, "
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
@@ -253,9 +261,10 @@ def unallocated(section: dict) -> go.Figure | None:
 
 def build(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
     """The figures of one audience's report, by section name (sections without data have none)."""
+    colors = project_colors(report["projects"]) if admin else None
     figures = {
-        "daily": daily(report["daily"], currency),
-        "users": users(report["users"], currency, admin),
+        "daily": daily(report["daily"], currency, colors),
+        "users": users(report["users"], currency, colors),
         "gpu_models": gpu_models(report["gpu_models"], currency, admin),
         "image_tags": image_tags(report["image_tags"], currency),
         "density": density(report["density"]),
