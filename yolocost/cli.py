@@ -477,7 +477,7 @@ def bench_group():
 @click.option("--epochs", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--imgsz", type=click.IntRange(32), default=640, show_default=True, help="Image size.")
 @click.option("--batch", type=click.IntRange(1), default=16, show_default=True)
-@click.option("--device", help="Ultralytics device: cpu, 0, 0,1 (default: Ultralytics' choice).")
+@click.option("--device", help="Ultralytics device: cpu, 0, cuda:1 (one device; default: Ultralytics' choice).")
 @click.option("--out", "out_dir", default="bench-runs", show_default=True, type=click.Path(file_okay=False),
               help="Folder of run folders; this run's is OUT/JOB_ID.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=9450, show_default=True,
@@ -526,11 +526,16 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
 
 
 def _served_label_names(state: State) -> dict[str, str]:
-    """The job-info label names the config's ingest reads ([labels]; defaults without a config)."""
+    """The job-info label names the config's ingest reads ([labels]; defaults without a config),
+    checked before any run starts: one that collides with another or with the runner's own
+    job-info labels is a one-line error."""
     from .attribution import sanitize
+    from .bench.metrics import served_names
 
     labels = state.config.labels
-    return {dim: sanitize(getattr(labels, dim)) for dim in ("project", "user", "model_type", "image_tag")}
+    names = {dim: sanitize(getattr(labels, dim)) for dim in ("project", "user", "model_type", "image_tag")}
+    served_names(names)
+    return names
 
 
 def _maps(record) -> str:

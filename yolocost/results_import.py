@@ -4,8 +4,8 @@ For clusters that do not run the benchmark runner's exporter. Each folder is a r
 of `yolocost bench run` (results.csv plus its JSON run record: labels, epoch end times, the
 final validation of the best weights) or a plain Ultralytics training folder (results.csv
 only). Rows go into training_progress (every results.csv column of every epoch), job_results
-(the record's final mAP, else the best epoch of results.csv, best = highest mAP50-95 as
-Ultralytics picks best.pt) and, where the record knows the labels, jobs. The load is the
+(the record's final mAP, else the box mAP of results.csv's best epoch, best = highest
+fitness, the sum of the mAP50-95 columns, as Ultralytics picks best.pt) and, where the record knows the labels, jobs. The load is the
 one of `yolocost load`: one transaction that replaces those jobs' rows and rebuilds the
 models, and leaves the database as it was on any bad input. Needs no torch.
 """
@@ -31,6 +31,7 @@ from .load import RAW_FILES, load_parquet_dir
 Progress = Callable[[str], None]
 UTC = dt.timezone.utc
 MAP50, MAP50_95 = "metrics/mAP50(B)", "metrics/mAP50-95(B)"
+FITNESS_PREFIX = "metrics/mAP50-95("  # (B) box, plus (M) masks for segment, (P) keypoints for pose
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,20 @@ def epoch_values(row: dict[str, float | None]) -> dict[str, float | None]:
     return {k: v for k, v in row.items() if k not in ("epoch", "time")}
 
 
+def fitness(row: dict) -> float | None:
+    """Ultralytics' fitness of an epoch (ultralytics/utils/metrics.py, 8.4: DetMetrics weighs only
+    mAP50-95; SegmentMetrics and PoseMetrics add their mask or keypoint mAP50-95 to the box's):
+    the sum of every `metrics/mAP50-95(...)` column, NaN as 0; None when none has a value."""
+    values = [v for k, v in row.items() if k.startswith(FITNESS_PREFIX)]
+    if all(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
 def best_row(rows: list[dict]) -> dict | None:
-    """The epoch Ultralytics keeps as best.pt: highest mAP50-95 (the first of equals)."""
-    scored = [r for r in rows if r.get(MAP50_95) is not None]
-    return max(scored, key=lambda r: r[MAP50_95]) if scored else None
+    """The epoch Ultralytics keeps as best.pt: highest fitness (the first of equals)."""
+    scored = [(f, r) for r in rows if (f := fitness(r)) is not None]
+    return max(scored, key=lambda fr: fr[0])[1] if scored else None
 
 
 @dataclass
@@ -103,19 +114,44 @@ def _read_run(folder: Path) -> _Run:
     return _Run(record.job_id if record else folder.resolve().name, folder, rows, record)
 
 
-def _epoch_times(run: _Run) -> dict[int, dt.datetime]:
+def _epoch_times(run: _Run, progress: Progress = lambda _: None) -> dict[int, dt.datetime]:
     """When each epoch ended: the record's times; else from results.csv's `time` (seconds since
-    training started) counted back from the file's modification time (the last epoch's end)."""
+    the training process started) counted back from the file's modification time (the last
+    epoch's end).
+
+    A resumed run restarts `time`: a drop splits the file into stretches, one per process.
+    The last stretch counts back from the modification time; an earlier one from the start
+    of the stretch after it (its first epoch's end less its `time`), as if the resume had
+    followed at once: the gap is unknown, so those times are early bounds, and kept in order."""
     times = {}
-    mtime = (run.folder / "results.csv").stat().st_mtime
-    last = run.rows[-1].get("time") if run.rows else None
+    missing = [r for r in run.rows if r.get("time") is None
+               and (run.record is None or run.record.epoch_ended(r["epoch"]) is None)]
+    if missing:
+        raise DataError(f"{run.folder}: epoch {missing[0]['epoch']} has no time in results.csv and no run record")
+    stretches: list[list[dict]] = []
     for row in run.rows:
-        known = run.record.epoch_ended(row["epoch"]) if run.record else None
-        if known is None:
-            if row.get("time") is None or last is None:
-                raise DataError(f"{run.folder}: epoch {row['epoch']} has no time in results.csv and no run record")
-            known = dt.datetime.fromtimestamp(mtime - (last - row["time"]), UTC)
-        times[row["epoch"]] = known
+        previous = stretches[-1][-1] if stretches else None
+        if previous is None or (row.get("time") is not None and previous.get("time") is not None
+                                and row["time"] < previous["time"]):
+            stretches.append([row])
+        else:
+            stretches[-1].append(row)
+    end = (run.folder / "results.csv").stat().st_mtime  # when the stretch being counted ended
+    for stretch in reversed(stretches):
+        timed = [r for r in stretch if r.get("time") is not None]
+        last = timed[-1]["time"] if timed else None
+        for row in stretch:
+            known = run.record.epoch_ended(row["epoch"]) if run.record else None
+            if known is None:
+                known = dt.datetime.fromtimestamp(end - (last - row["time"]), UTC)
+            times[row["epoch"]] = known
+        if timed:
+            end -= last  # this process's start: the previous one ended before it
+    if len(stretches) > 1 and any(run.record is None or run.record.epoch_ended(r["epoch"]) is None
+                                  for s in stretches[:-1] for r in s):
+        resumed = ", ".join(str(s[0]["epoch"]) for s in stretches[1:])
+        progress(f"{run.folder}: results.csv's time restarts at epoch(s) {resumed} (a resumed run); epoch end "
+                 "times before a resume are estimated as if it followed at once")
     return times
 
 
@@ -125,7 +161,7 @@ def _result(run: _Run) -> tuple | None:
         r = run.record.results
         return r.get("map50"), r.get("map50_95"), r.get("best_epoch")
     best = best_row(run.rows)
-    return (best.get(MAP50), best[MAP50_95], best["epoch"]) if best else None
+    return (best.get(MAP50), best.get(MAP50_95), best["epoch"]) if best else None
 
 
 def _job(run: _Run, config: Config) -> tuple:
@@ -150,7 +186,7 @@ def import_results(config: Config, folders: Iterable[Path], progress: Progress =
         seen[run.job_id] = run.folder
     progress_rows, results, jobs = [], [], []
     for run in runs:
-        times = _epoch_times(run)
+        times = _epoch_times(run, progress)
         for row in run.rows:
             progress_rows += [(run.job_id, times[row["epoch"]], row["epoch"], name, value)
                               for name, value in epoch_values(row).items()]

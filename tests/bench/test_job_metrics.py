@@ -43,3 +43,34 @@ def test_job_info_reaches_the_ingest_under_the_configured_label_names(labels, na
     job = attribution.jobs["lb-v8n"]
     assert (job.project, job.user_name, job.model_type, job.image_tag, job.gpu_request, job.epochs) == \
         ("视觉", "alice", "yolov8n", "train-yolov8-nano-cu121", 1, 3)
+
+
+@pytest.mark.parametrize("labels, message", [
+    (Labels(project="job_id"), "project = 'job_id' is also the job id"),
+    (Labels(user="UUID"), "user = 'UUID' is also the runner's UUID label"),
+    (Labels(model_type="kubernetes.io/hostname", image_tag="Hostname"), "image_tag = 'Hostname' is also"),
+    (Labels(project="team", user="team"), "'team' is also the label of project"),
+    (Labels(image_tag="image_digest"), "image_tag = 'image_digest' is also the label of image_digest"),
+    (Labels(user="project"), "user = 'project' is also the label of project"),
+    (Labels(project="__name"), "cannot be served as a Prometheus label name"),
+    (Labels(project="1team"), "cannot be served as a Prometheus label name"),
+])
+def test_label_names_that_collide_are_one_clean_error(labels, message):
+    """Before the check, prometheus-client refused them later with `ValueError: Incorrect label names`."""
+    from types import SimpleNamespace
+
+    from yolocost.cli import _served_label_names
+    from yolocost.errors import YolocostError
+
+    with pytest.raises(YolocostError) as raised:
+        _served_label_names(SimpleNamespace(config=SimpleNamespace(labels=labels)))
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    names = {"project": labels.project, "user": labels.user, "model_type": labels.model_type,
+             "image_tag": labels.image_tag}
+    with pytest.raises(YolocostError, match="cannot be served|is also"):
+        JobMetrics("lb-v8n", names)
+
+
+def test_swapped_label_names_do_not_collide():
+    metrics = JobMetrics("lb-v8n", {"project": "user", "user": "project"})
+    assert metrics.names["project"] == "user" and metrics.names["user"] == "project"

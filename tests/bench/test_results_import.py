@@ -101,6 +101,11 @@ def test_run_record_brings_labels_times_and_final_map(tmp_path):
     (lambda d: (d / "results.csv").write_text(HEADER + "\n" + ROWS[0].replace("0.15", "15.0") + "\n"),
      "fractions between 0 and 1"),
     (lambda d: (d / "yolocost-run.json").write_text("{not json"), "not a valid run record"),
+    # a hand-edited record with the wrong types: refused on load, not an AttributeError in the import
+    (lambda d: _edited_record(d, labels=None), "not a valid run record (labels is null, expected a JSON object)"),
+    (lambda d: _edited_record(d, gpus=[1]), "not a valid run record (gpus[0] is 1, expected a JSON object)"),
+    (lambda d: _edited_record(d, results="x"), 'not a valid run record (results is "x", expected a JSON object)'),
+    (lambda d: _edited_record(d, labels={"project": ["a"]}), "labels.project is [\"a\"], expected a string or null"),
 ])
 def test_bad_input_changes_nothing(tmp_path, damage, message):
     config = _config(tmp_path)
@@ -119,6 +124,59 @@ def test_bad_input_changes_nothing(tmp_path, damage, message):
     assert after == before
     if message != "fractions between 0 and 1":  # refused before the database was opened
         assert os.stat(db).st_mtime_ns == stamp
+
+
+def _edited_record(folder: Path, **fields) -> None:
+    """A valid run record of `folder`, then hand-edited."""
+    RunRecord(job_id="bad", labels={"project": "vision"}, model="yolov8n.yaml", data="synthetic:0", epochs=1,
+              imgsz=64, batch=4, device="cpu", hostname="node1", status="finished",
+              results={"map50": 0.15, "map50_95": 0.05, "best_epoch": 1}).save(folder)
+    path = folder / "yolocost-run.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}), encoding="utf-8")
+
+
+SEG_HEADER = ("epoch,time,train/box_loss,train/seg_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),"
+              "metrics/recall(B),metrics/mAP50(B),metrics/mAP50-95(B),metrics/precision(M),metrics/recall(M),"
+              "metrics/mAP50(M),metrics/mAP50-95(M),val/box_loss,val/seg_loss,val/cls_loss,val/dfl_loss,"
+              "lr/pg0,lr/pg1,lr/pg2")
+SEG_ROWS = ("1,10.5,1.9,3.0,2.1,1.3,0.2,0.1,0.15,0.05,0.2,0.1,0.12,0.04,1.8,2.9,2.0,1.2,0.01,0.01,0.01",
+            # the best box mAP50-95 (0.30), but box + mask = 0.40
+            "2,21.0,1.7,2.8,1.8,1.2,0.4,0.3,0.50,0.30,0.3,0.2,0.30,0.10,1.6,2.7,1.7,1.1,0.008,0.008,0.008",
+            # box + mask = 0.28 + 0.20 = 0.48: best.pt, as Ultralytics' SegmentMetrics.fitness picks it
+            "3,31.5,1.6,2.6,1.6,1.1,0.5,0.3,0.47,0.28,0.4,0.3,0.45,0.20,1.5,2.6,1.6,1.0,0.006,0.006,0.006")
+
+
+def test_segmentation_best_epoch_sums_box_and_mask_map(tmp_path):
+    config = _config(tmp_path)
+    result = _import(config, _folder(tmp_path / "seg1", rows=SEG_ROWS, header=SEG_HEADER))
+    assert result.returncode == 0, result.stderr
+    # best epoch by box + mask mAP50-95; the mAPs reported are the box (B) ones
+    assert _rows(tmp_path / "db.duckdb", "SELECT map50, map50_95, best_epoch FROM job_results") == [(0.47, 0.28, 3)]
+
+
+def test_pose_best_epoch_sums_box_and_keypoint_map():
+    from yolocost.results_import import best_row
+
+    rows = [{"epoch": 1, "metrics/mAP50-95(B)": 0.30, "metrics/mAP50-95(P)": 0.05},
+            {"epoch": 2, "metrics/mAP50-95(B)": 0.25, "metrics/mAP50-95(P)": 0.20},
+            {"epoch": 3, "metrics/mAP50-95(B)": None, "metrics/mAP50-95(P)": None}]
+    assert best_row(rows)["epoch"] == 2
+
+
+def test_resumed_plain_run_keeps_epoch_end_times_in_order(tmp_path):
+    """A resumed Ultralytics run restarts results.csv's `time` (seconds since its process
+    started training) at the first epoch it trains."""
+    resumed = (*ROWS[:2], ROWS[2].replace("3,31.5,", "3,9.0,"),
+               "4,18.5,1.5,1.5,1.0,0.55,0.35,0.46,0.2,1.4,1.5,0.9,0.004,0.004,0.004")
+    run = _folder(tmp_path / "train4", rows=resumed)
+    end = 1_793_000_000.0
+    os.utime(run / "results.csv", (end, end))
+    result = _import(_config(tmp_path), run)
+    assert result.returncode == 0, result.stderr
+    assert "time restarts at epoch(s) 3" in result.stderr
+    ts = dict(_rows(tmp_path / "db.duckdb", "SELECT epoch, epoch(max(ts)) FROM training_progress GROUP BY 1"))
+    # the last process counts back from the file's time; the first from the second's start (18.5 s before)
+    assert [ts[e] - end for e in (1, 2, 3, 4)] == pytest.approx([-29.0, -18.5, -9.5, 0.0], abs=1e-3)
 
 
 def test_two_folders_with_one_job_id_are_refused(tmp_path):

@@ -60,7 +60,8 @@ def held_gpus(device: str | None, nvml: Callable[[], Nvml]) -> tuple[list[Gpu], 
 
 def _named(lookup: Callable[[Any], Gpu], keys: list) -> tuple[list[Gpu], list[str]]:
     """NVML's view of each GPU; a UUID NVML does not know (another node's, a test's) is kept as
-    the scheduler gave it, an unknown index is dropped; either with a note."""
+    the scheduler gave it (for job info; with no index, the GPU sampler does not read it), an
+    unknown index is dropped; either with a note."""
     found, notes = [], []
     for key in keys:
         try:

@@ -10,12 +10,33 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 
 from ..errors import YolocostError
 from .nvml import Gpu
 
 JOB_LABELS = ("project", "user", "model_type", "image_tag", "image_digest")
 OTHER_INFO_LABELS = ("gpu_request", "epochs", "imgsz", "batch", "Hostname", "UUID", "GPU_I_ID")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def served_names(label_names: dict[str, str] | None) -> dict[str, str]:
+    """The label each job dimension is served as in yolocost_job_info ({"project": "team"}; a
+    dimension not named keeps its own name); a YolocostError when one is no Prometheus label
+    name, or collides with another dimension's or with the runner's own labels (job_id, UUID, ...)."""
+    names = {dim: (label_names or {}).get(dim) or dim for dim in JOB_LABELS}
+    taken = {"job_id": "the job id", **{name: f"the runner's {name} label" for name in OTHER_INFO_LABELS}}
+    named = label_names or {}
+    for dim in sorted(names, key=lambda d: bool(named.get(d))):  # a name the config gives is the one to blame
+        name = names[dim]
+        if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
+            raise YolocostError(f"[labels] {dim} = {name!r} cannot be served as a Prometheus label name "
+                                "(letters, digits and _, not starting with a digit or __)")
+        if name in taken:
+            raise YolocostError(f"[labels] {dim} = {name!r} is also {taken[name]} in yolocost_job_info: "
+                                "give it another label name")
+        taken[name] = f"the label of {dim}"
+    return names
 
 
 class JobMetrics:
@@ -27,7 +48,7 @@ class JobMetrics:
         from prometheus_client import CollectorRegistry, Gauge
 
         self.job_id = job_id
-        self.names = {dim: (label_names or {}).get(dim) or dim for dim in JOB_LABELS}
+        self.names = served_names(label_names)
         self.registry = CollectorRegistry()
         self.server = None
         gauge = lambda name, doc, labels: Gauge(name, doc, labels, registry=self.registry)  # noqa: E731

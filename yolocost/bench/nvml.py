@@ -10,6 +10,7 @@ are as fresh as the scrape, with no thread of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import sys
 from typing import Callable, Iterable
 
 from ..errors import YolocostError
@@ -34,10 +35,10 @@ class Reading:
     """One scrape's values of one GPU in dcgm-exporter's units."""
 
     gpu: Gpu
-    util_percent: float
-    fb_used_mib: float
-    power_w: float
-    energy_mj: float
+    util_percent: float | None  # None: NVML could not give this value (then it is not served)
+    fb_used_mib: float | None
+    power_w: float | None
+    energy_mj: float | None
 
 
 class Nvml:
@@ -90,19 +91,39 @@ class Nvml:
             raise YolocostError(f"GPU {uuid}: not found through NVML ({exc})") from None
 
     def read(self, gpus: Iterable[Gpu]) -> list[Reading]:
-        """Current utilization, memory, power and energy counter of each GPU (MIG: its parent's)."""
+        """Current utilization, memory, power and energy counter of each GPU (MIG: its parent's).
+
+        Only GPUs NVML resolved (they carry an index) are read: a UUID kept as the scheduler
+        gave it is not NVML's to read. A GPU NVML cannot reach (lost, off the bus) gives no
+        reading, a value it cannot give (no energy counter: NotSupported) is None."""
         nv = self.nv
         out = []
         for gpu in gpus:
-            handle = nv.nvmlDeviceGetHandleByUUID(gpu.uuid)
-            out.append(Reading(
-                gpu=gpu,
-                util_percent=float(nv.nvmlDeviceGetUtilizationRates(handle).gpu),
-                fb_used_mib=nv.nvmlDeviceGetMemoryInfo(handle).used / 2**20,
-                power_w=nv.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-                energy_mj=float(nv.nvmlDeviceGetTotalEnergyConsumption(handle)),
-            ))
+            if gpu.index is None:
+                continue
+            try:
+                handle = nv.nvmlDeviceGetHandleByUUID(gpu.uuid)
+            except nv.NVMLError:
+                continue
+            out.append(self._reading(gpu, handle))
         return out
+
+    def _reading(self, gpu: Gpu, handle) -> Reading:
+        nv = self.nv
+
+        def value(read: Callable[[], float]) -> float | None:
+            try:
+                return float(read())
+            except nv.NVMLError:
+                return None
+
+        return Reading(
+            gpu=gpu,
+            util_percent=value(lambda: nv.nvmlDeviceGetUtilizationRates(handle).gpu),
+            fb_used_mib=value(lambda: nv.nvmlDeviceGetMemoryInfo(handle).used / 2**20),
+            power_w=value(lambda: nv.nvmlDeviceGetPowerUsage(handle) / 1000.0),
+            energy_mj=value(lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle)),
+        )
 
 
 def _text(value) -> str:
@@ -123,19 +144,44 @@ class DcgmCollector:
     """A prometheus-client collector serving `read()`'s readings under dcgm-exporter names.
 
     All four are served as gauges: dcgm-exporter declares the energy total a counter, but
-    prometheus-client would rename a counter to `..._total`, and Prometheus stores both alike."""
+    prometheus-client would rename a counter to `..._total`, and Prometheus stores both alike.
+    A value that could not be read is left out. `collect()` never raises: prometheus-client
+    would answer the whole scrape, job info included, with HTTP 500; a failed reading serves
+    no DCGM series that scrape and is reported once through `warn` (default: stderr)."""
 
-    def __init__(self, read: Callable[[], list[Reading]], hostname: str):
+    def __init__(self, read: Callable[[], list[Reading]], hostname: str,
+                 warn: Callable[[str], None] | None = None):
         self.read, self.hostname = read, hostname
+        self.warn = warn if warn is not None else _to_stderr
+        self.warned = False
 
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        readings = self.read()
-        for name, (doc, attr) in DCGM_METRICS.items():
-            family = GaugeMetricFamily(name, doc, labels=DCGM_LABELS)
-            for r in readings:
-                index = "" if r.gpu.index is None else str(r.gpu.index)
-                family.add_metric([index, r.gpu.uuid, f"nvidia{index}", r.gpu.model or "", self.hostname,
-                                   r.gpu.instance or ""], getattr(r, attr))
-            yield family
+        try:
+            readings = self.read()
+            families = []
+            for name, (doc, attr) in DCGM_METRICS.items():
+                family = GaugeMetricFamily(name, doc, labels=DCGM_LABELS)
+                for r in readings:
+                    value = getattr(r, attr)
+                    if value is None:
+                        continue
+                    index = "" if r.gpu.index is None else str(r.gpu.index)
+                    family.add_metric([index, r.gpu.uuid, f"nvidia{index}", r.gpu.model or "", self.hostname,
+                                       r.gpu.instance or ""], value)
+                families.append(family)
+        except Exception as exc:  # noqa: BLE001 - a scrape must never fail for the GPU readings
+            if not self.warned:
+                self.warned = True
+                try:
+                    self.warn(f"--gpu-sampler: reading the GPUs failed ({type(exc).__name__}: {exc}); "
+                              "serving no DCGM metrics while it fails, job info goes on")
+                except Exception:  # noqa: BLE001
+                    pass
+            return
+        yield from families
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

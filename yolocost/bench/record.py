@@ -88,8 +88,11 @@ class RunRecord:
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON {type(data).__name__}, not an object")
             if data.get("version") != VERSION:
                 raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+            _check_types(data)
             data["attempts"] = [Attempt(**a) for a in data.get("attempts", [])]
             record = cls(**data)
             for value in (record.start_time, record.end_time, *record.epoch_end_times.values()):
@@ -97,3 +100,49 @@ class RunRecord:
         except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise DataError(f"{path}: not a valid run record ({exc})") from None
         return record
+
+
+# field -> JSON types allowed (None: null), as the readers of a record use them
+_SCALARS = {"job_id": (str,), "model": (str,), "data": (str,), "hostname": (str,), "epochs": (int,),
+            "imgsz": (int,), "batch": (int,), "device": (str, None), "start_time": (str, None),
+            "end_time": (str, None), "status": (str,), "best_epoch": (int, None)}
+# object field -> types of its values; "results" may also be null
+_OBJECTS = {"labels": (str, None), "epoch_end_times": (str,), "results": (int, float, None)}
+# array field -> types of the values of each of its objects
+_ARRAYS = {"gpus": (str, int, None), "attempts": (str, int, None)}
+_NAMES = {str: "a string", int: "an integer", float: "a number", None: "null"}
+
+
+def _check_types(data: dict) -> None:
+    """The record's fields have the JSON types its readers rely on (a ValueError names the first
+    that does not), so a hand-edited record fails on load in one line, not later in a traceback."""
+    def check(name: str, value, kinds: tuple) -> None:
+        if not any(value is None if k is None else isinstance(value, k) and not isinstance(value, bool)
+                   for k in kinds):
+            raise ValueError(f"{name} is {_show(value)}, expected {' or '.join(_NAMES[k] for k in kinds)}")
+
+    for name, kinds in _SCALARS.items():
+        if name in data:
+            check(name, data[name], kinds)
+    for name, kinds in _OBJECTS.items():
+        value = data.get(name, {})
+        if value is None and name == "results":
+            continue
+        if not isinstance(value, dict):
+            raise ValueError(f"{name} is {_show(value)}, expected a JSON object")
+        for key, item in value.items():
+            check(f"{name}.{key}", item, kinds)
+    for name, kinds in _ARRAYS.items():
+        value = data.get(name, [])
+        if not isinstance(value, list):
+            raise ValueError(f"{name} is {_show(value)}, expected a JSON array")
+        for n, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise ValueError(f"{name}[{n}] is {_show(item)}, expected a JSON object")
+            for key, x in item.items():
+                check(f"{name}[{n}].{key}", x, kinds)
+
+
+def _show(value) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -48,7 +48,7 @@ class BenchOptions:
     epochs: int = 10
     imgsz: int = 640
     batch: int = 16
-    device: str | None = None  # Ultralytics' device string: cpu, 0, 0,1; None = its default
+    device: str | None = None  # Ultralytics' device string: cpu, 0, cuda:1 (one device); None = its default
     out: Path = Path("bench-runs")
     metrics_addr: str = "0.0.0.0"
     metrics_port: int = DEFAULT_PORT  # 0: no endpoint
@@ -77,6 +77,13 @@ def check_options(opts: BenchOptions) -> None:
     for name in ("epochs", "imgsz", "batch"):
         if getattr(opts, name) < 1:
             raise YolocostError(f"--{name} must be at least 1")
+    if opts.device and "," in opts.device.strip(","):
+        raise YolocostError(f"--device {opts.device}: one device per job (multi-GPU DDP training is not supported "
+                            "by the runner); run one job per GPU")
+    suffix = Path(opts.model).suffix.lower()
+    if suffix not in (".yaml", ".yml") and not Path(opts.model).is_file():
+        raise YolocostError(f"--model {opts.model}: give a model yaml (yolov8n.yaml, ...) or a local weights file; "
+                            "the runner is offline and downloads nothing")
     if "amp" in opts.train_args and opts.train_args["amp"] not in (False, "false", "False"):
         raise YolocostError("amp stays off: Ultralytics' AMP check downloads weights, which an offline run cannot")
     reserved = {"data", "epochs", "imgsz", "batch", "device", "project", "name", "exist_ok", "resume", "model"}
@@ -151,7 +158,6 @@ def run_bench(opts: BenchOptions, progress: Progress = lambda _: None) -> tuple[
     if record is not None and record.finished:
         raise YolocostError(f"job {opts.job_id} finished at {record.end_time} ({run_dir}); give a new --job-id")
     last_pt = run_dir / "weights" / "last.pt"
-    resume = record is not None and last_pt.is_file()
     run_dir.mkdir(parents=True, exist_ok=True)
     nvml = _NvmlOnce()
     hostname = socket.gethostname()
@@ -164,31 +170,78 @@ def run_bench(opts: BenchOptions, progress: Progress = lambda _: None) -> tuple[
         # import torch before the attempt starts serving: loading its libraries holds the GIL
         # for seconds, which would leave the endpoint silent and cost the job scrapes
         yolo = offline.prepare(run_dir, opts.verbose).YOLO
-        record, attempt = _start_attempt(opts, record, data, hostname, gpus, progress)
+        _check_inputs(opts, data)
+        state = _checkpoint_state(last_pt) if record is not None else "none"
+        record, attempt = _start_attempt(opts, record, data, hostname, gpus, state, progress)
         record.save(run_dir)
-        progress(f"job {opts.job_id}: attempt {attempt.number}, "
-                 + (f"resuming from {last_pt}" if resume else f"training {record.model} from scratch")
-                 + f", GPUs held: {', '.join(g.uuid for g in gpus) or 'none'}")
+        progress(f"job {opts.job_id}: attempt {attempt.number}, " + {
+            "resume": f"resuming from {last_pt}",
+            "trained": "training had finished: validating the best weights",
+        }.get(state, f"training {record.model} from scratch") + f", GPUs held: {', '.join(g.uuid for g in gpus) or 'none'}")
         with _Reporting(opts, record, attempt, run_dir, progress) as report, _sigterm_interrupts():
             report.metrics.hold({**record.labels, "epochs": str(record.epochs), "imgsz": str(record.imgsz),
                                  "batch": str(record.batch)}, gpus, hostname, parse_time(record.start_time))
             if opts.gpu_sampler:
                 report.sample_gpus(gpus, nvml, hostname)
             report.republish()
-            trainer = _train(yolo, opts, run_dir, data, last_pt if resume else None, report)
-            report.finish(trainer)
+            if state == "trained":
+                report.finish(_validate_best(yolo, opts, record, run_dir, data))
+            else:
+                trainer = _train(yolo, opts, record, run_dir, data, last_pt if state == "resume" else None, report)
+                report.finish(trainer.metrics or {})
     finally:
         nvml.close()
     return record, run_dir
 
 
-def _start_attempt(opts: BenchOptions, record: RunRecord | None, data: Path, hostname: str, gpus,
+def _check_inputs(opts: BenchOptions, data: Path) -> None:
+    """The model yaml and the dataset exist here, before an attempt is counted: Ultralytics
+    would otherwise try to download what is missing (and fail offline, late, with a traceback)."""
+    from ultralytics.data.utils import check_det_dataset
+    from ultralytics.nn.tasks import yaml_model_load  # resolves yolov8n.yaml to yolov8.yaml at scale n
+
+    checks = [(f"--model {opts.model}", lambda: yaml_model_load(opts.model))] if Path(opts.model).suffix.lower() in (
+        ".yaml", ".yml") else []
+    checks.append((f"data {data}", lambda: check_det_dataset(str(data), autodownload=False)))
+    for what, check in checks:
+        try:
+            check()
+        except Exception as exc:  # Ultralytics raises FileNotFoundError, SyntaxError, TypeError, ...
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise YolocostError(f"{what}: {first}") from None
+
+
+def _checkpoint_state(last_pt: Path) -> str:
+    """What an earlier attempt left: "none" (no last.pt: train from scratch), "resume" (epochs
+    left to train) or "trained" (all epochs done; killed before or during the final validation,
+    when Ultralytics has already stripped last.pt for keeps)."""
+    if not last_pt.is_file():
+        return "none"
+    import torch
+
+    try:
+        ckpt = torch.load(last_pt, map_location="cpu", weights_only=False)
+        epoch, epochs = int(ckpt.get("epoch", -1)), int((ckpt.get("train_args") or {}).get("epochs", 0))
+    except Exception as exc:  # a truncated or foreign file
+        raise YolocostError(f"{last_pt} cannot be read ({type(exc).__name__}); delete it to train the job again "
+                            "from scratch") from None
+    return "trained" if epoch < 0 or epoch + 1 >= epochs else "resume"
+
+
+def _start_attempt(opts: BenchOptions, record: RunRecord | None, data: Path, hostname: str, gpus, state: str,
                    progress: Progress) -> tuple[RunRecord, Attempt]:
-    """The job's record (a new one, or the earlier attempts' with their labels) with one more attempt."""
+    """The job's record with one more attempt. Resuming (or finishing) keeps the recorded model,
+    epochs and labels; training from scratch takes this run's options and forgets the epochs
+    an earlier attempt finished (without last.pt they are trained again)."""
+    fresh = RunRecord(job_id=opts.job_id, labels=opts.labels, model=opts.model,
+                      data=str(data) if opts.data else f"synthetic:{opts.seed}", epochs=opts.epochs,
+                      imgsz=opts.imgsz, batch=opts.batch, device=opts.device, hostname=hostname)
     if record is None:
-        record = RunRecord(job_id=opts.job_id, labels=opts.labels, model=opts.model,
-                           data=str(data) if opts.data else f"synthetic:{opts.seed}", epochs=opts.epochs,
-                           imgsz=opts.imgsz, batch=opts.batch, device=opts.device, hostname=hostname)
+        record = fresh
+    elif state == "none":
+        progress(f"job {opts.job_id}: no weights/last.pt from the earlier attempt(s): training again from scratch")
+        fresh.attempts, fresh.start_time = record.attempts, record.start_time
+        record = fresh
     elif record.labels != opts.labels or (record.model, record.epochs) != (opts.model, opts.epochs):
         progress(f"job {opts.job_id} exists: keeping its recorded model, epochs and labels")
     for old in record.attempts:
@@ -202,17 +255,29 @@ def _start_attempt(opts: BenchOptions, record: RunRecord | None, data: Path, hos
     return record, attempt
 
 
-def _train(yolo, opts: BenchOptions, run_dir: Path, data: Path, last_pt: Path | None, report: "_Reporting"):
+def _train(yolo, opts: BenchOptions, record: RunRecord, run_dir: Path, data: Path, last_pt: Path | None,
+           report: "_Reporting"):
     """Train (or resume) with our callbacks; `yolo` is ultralytics.YOLO, imported offline."""
-    model = yolo(str(last_pt) if last_pt else opts.model)
+    model = yolo(str(last_pt) if last_pt else record.model)
     for event in ("on_train_start", "on_model_save", "on_fit_epoch_end"):
         model.add_callback(event, getattr(report, event))
     if last_pt:
-        # a resumed run keeps its checkpoint's arguments; Ultralytics lets these few change
-        model.train(resume=True, device=opts.device, **{k: v for k, v in opts.train_args.items() if k in RESUMABLE})
+        # a resumed run keeps its checkpoint's arguments; Ultralytics lets these few change,
+        # and takes the data yaml given (a checkpoint's own path may be gone)
+        model.train(resume=True, data=str(data), device=opts.device,
+                    **{k: v for k, v in opts.train_args.items() if k in RESUMABLE})
     else:
         model.train(**train_args(opts, run_dir, data))
     return model.trainer
+
+
+def _validate_best(yolo, opts: BenchOptions, record: RunRecord, run_dir: Path, data: Path) -> dict[str, Any]:
+    """The final validation of a run whose epochs were all trained by an earlier attempt."""
+    weights = run_dir / "weights"
+    best = weights / "best.pt" if (weights / "best.pt").is_file() else weights / "last.pt"
+    metrics = yolo(str(best)).val(data=str(data), imgsz=record.imgsz, batch=record.batch, device=opts.device,
+                                  project=str(run_dir), name="final-val", exist_ok=True, plots=False)
+    return dict(metrics.results_dict)
 
 
 class _Reporting:
@@ -251,7 +316,7 @@ class _Reporting:
         if not gpus:
             self.say("--gpu-sampler: this run holds no GPU; serving no DCGM metrics")
             return
-        self.metrics.add_collector(DcgmCollector(lambda: session.read(gpus), hostname))
+        self.metrics.add_collector(DcgmCollector(lambda: session.read(gpus), hostname, warn=self.say))
 
     def _rows(self) -> list[dict]:
         path = self.run_dir / "results.csv"
@@ -292,9 +357,8 @@ class _Reporting:
             if self.opts.stop_after_epoch == epoch:
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    def finish(self, trainer) -> None:
+    def finish(self, final: dict[str, Any]) -> None:
         """Final validation of the best weights into the record and the metrics; then linger."""
-        final = trainer.metrics or {}
         rows = self._rows()
         best = self.record.best_epoch or (best_row(rows) or {}).get("epoch")
         results = {"map50": final.get(MAP50), "map50_95": final.get(MAP50_95), "best_epoch": best}
