@@ -94,7 +94,8 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
 
 @contextlib.contextmanager
 def exclusive(path: Path | str, what: str) -> Iterator[None]:
-    """Hold `<database>.lock` for a whole ingest or monthly run: a second one is refused.
+    """Hold `<file>.lock` for a whole ingest or monthly run (of a database) or bench run (of a
+    run record): a second one is refused.
 
     The lock is an flock on an open file, so the kernel drops it when the process dies,
     even by SIGKILL: no stale lock to clean up."""

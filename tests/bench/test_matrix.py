@@ -77,3 +77,10 @@ def test_matrix_runs_every_config_and_skips_finished_ones(bench_ready, tmp_path)
     assert "train/l1_loss" in header and "train/dfl_loss" not in header
     again = subprocess.run(cmd, env=bench_env(tmp_path / "home"), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and again.stdout.count("skipped (finished before)") == 2
+    # a damaged record fails its run only; the others go on
+    (tmp_path / "runs" / "lb-yolov8n" / "yolocost-run.json").write_text("{not json")
+    damaged = subprocess.run(cmd, env=bench_env(tmp_path / "home"), capture_output=True, text=True, timeout=600)
+    assert damaged.returncode == 2, damaged.stderr
+    assert "lb-yolov8n" in damaged.stderr and "Traceback" not in damaged.stderr
+    assert damaged.stdout.count("skipped (finished before)") == 1 and "failed" in damaged.stdout
+    assert damaged.stderr.strip().splitlines()[-1].startswith("error: 1 of 2 run(s) failed: lb-yolov8n")

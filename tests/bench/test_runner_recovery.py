@@ -90,3 +90,16 @@ def test_missing_dataset_is_one_line_and_nothing_is_downloaded(bench_ready, tmp_
     assert len(errors) == 1 and f"data {data}" in errors[0], result.stderr
     assert not (tmp_path / "runs" / "no-data" / "yolocost-run.json").exists()
     assert (tmp_path / "network.log").read_text() == ""
+
+
+def test_a_second_process_on_the_same_job_is_refused(tmp_path):
+    from yolocost import db
+
+    run_dir = tmp_path / "runs" / "busy"
+    run_dir.mkdir(parents=True)
+    with db.exclusive(run_dir / "yolocost-run.json", "bench run of job busy"):
+        result = _run(tmp_path, "busy", *TINY)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "bench run of job busy, pid" in errors[0], result.stderr
+    assert not (run_dir / "yolocost-run.json").exists()

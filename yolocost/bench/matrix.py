@@ -129,7 +129,12 @@ def run_matrix(path: Path, progress: Progress = lambda _: None, **overrides: Any
     spawn = multiprocessing.get_context("spawn")
     done = []
     for n, opts in enumerate(runs, start=1):
-        record = RunRecord.load(opts.run_dir())
+        try:
+            record = RunRecord.load(opts.run_dir())
+        except YolocostError as exc:  # one damaged run folder does not stop the others
+            progress(f"[{n}/{len(runs)}] {opts.job_id}: {exc}")
+            done.append(MatrixRun(opts.job_id, opts.model, "failed", None))
+            continue
         if record is not None and record.finished:
             progress(f"[{n}/{len(runs)}] {opts.job_id}: finished before, skipped")
             done.append(MatrixRun(opts.job_id, opts.model, "skipped (finished before)", record))
@@ -140,7 +145,10 @@ def run_matrix(path: Path, progress: Progress = lambda _: None, **overrides: Any
         child.join()
         if child.exitcode == 130:
             raise KeyboardInterrupt
-        record = RunRecord.load(opts.run_dir())
+        try:
+            record = RunRecord.load(opts.run_dir())
+        except YolocostError:
+            record = None
         ok = child.exitcode == 0 and record is not None and record.finished
         done.append(MatrixRun(opts.job_id, opts.model, "finished" if ok else "failed", record))
     return done

@@ -19,13 +19,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import db
 from ..errors import YolocostError
 from ..results_import import MAP50, MAP50_95, best_row, epoch_values, read_results_csv
 from . import dataset, offline
 from .gpus import held_gpus
 from .metrics import JobMetrics
 from .nvml import DcgmCollector, Nvml, NvmlUnavailable
-from .record import Attempt, RunRecord, iso, now, parse_time
+from .record import RECORD_NAME, Attempt, RunRecord, iso, now, parse_time
 
 Progress = Callable[[str], None]
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -154,11 +155,18 @@ def run_bench(opts: BenchOptions, progress: Progress = lambda _: None) -> tuple[
     """Train (or resume) the job; returns its finished record and run folder."""
     check_options(opts)
     run_dir = opts.run_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # two processes on one job id (a retried pod while the old one still runs) would share a
+    # folder and a record: the second is refused
+    with db.exclusive(run_dir / RECORD_NAME, f"bench run of job {opts.job_id}"):
+        return _run_locked(opts, run_dir, progress)
+
+
+def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[RunRecord, Path]:
     record = RunRecord.load(run_dir)
     if record is not None and record.finished:
         raise YolocostError(f"job {opts.job_id} finished at {record.end_time} ({run_dir}); give a new --job-id")
     last_pt = run_dir / "weights" / "last.pt"
-    run_dir.mkdir(parents=True, exist_ok=True)
     nvml = _NvmlOnce()
     hostname = socket.gethostname()
     try:
