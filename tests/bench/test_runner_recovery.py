@@ -103,3 +103,22 @@ def test_a_second_process_on_the_same_job_is_refused(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "bench run of job busy, pid" in errors[0], result.stderr
     assert not (run_dir / "yolocost-run.json").exists()
+
+
+def test_a_port_in_use_is_one_line_and_counts_no_attempt(bench_ready, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        home, netlog = tmp_path / "home", tmp_path / "network.log"
+        home.mkdir()
+        cmd = yolocost_cmd("bench", "run", "--job-id", "port", "--out", str(tmp_path / "runs"), "--metrics-addr",
+                           "127.0.0.1", "--metrics-port", str(port), *TINY, netlog=netlog)
+        result = subprocess.run(cmd, env=bench_env(home, CUDA_VISIBLE_DEVICES=GPU_UUID), capture_output=True,
+                                text=True, timeout=600)
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"cannot serve metrics on 127.0.0.1:{port}" in errors[0], result.stderr
+    assert not (tmp_path / "runs" / "port" / "yolocost-run.json").exists()

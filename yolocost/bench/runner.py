@@ -179,6 +179,7 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
         # for seconds, which would leave the endpoint silent and cost the job scrapes
         yolo = offline.prepare(run_dir, opts.verbose).YOLO
         _check_inputs(opts, data)
+        _check_port(opts)
         state = _checkpoint_state(last_pt) if record is not None else "none"
         record, attempt = _start_attempt(opts, record, data, hostname, gpus, state, progress)
         record.save(run_dir)
@@ -217,6 +218,20 @@ def _check_inputs(opts: BenchOptions, data: Path) -> None:
         except Exception as exc:  # Ultralytics raises FileNotFoundError, SyntaxError, TypeError, ...
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise YolocostError(f"{what}: {first}") from None
+
+
+def _check_port(opts: BenchOptions) -> None:
+    """The metrics port is free, before an attempt is counted (the endpoint binds it later)."""
+    if not opts.metrics_port:
+        return
+    family = socket.AF_INET6 if ":" in opts.metrics_addr else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((opts.metrics_addr, opts.metrics_port))
+        except OSError as exc:
+            raise YolocostError(f"cannot serve metrics on {opts.metrics_addr}:{opts.metrics_port}: "
+                                f"{exc.strerror or exc}") from None
 
 
 def _checkpoint_state(last_pt: Path) -> str:
