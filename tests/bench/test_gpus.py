@@ -51,6 +51,11 @@ def test_indices_without_a_driver_say_so(monkeypatch):
     assert held == [] and len(notes) == 1 and "no GPU time is attributed" in notes[0]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert gpus.held_gpus(None, no_nvml) == ([], [])
+    # --device 1 asks for a GPU: without a driver that is said; asking for nothing says nothing
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    held, notes = gpus.held_gpus("1", no_nvml)
+    assert held == [] and len(notes) == 1 and notes[0].startswith("GPU(s) 1 cannot be named")
+    assert gpus.held_gpus(None, no_nvml) == ([], [])
 
 
 def test_nvml_without_driver_is_one_clean_line():

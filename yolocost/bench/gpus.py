@@ -53,6 +53,8 @@ def held_gpus(device: str | None, nvml: Callable[[], Nvml]) -> tuple[list[Gpu], 
     try:
         session = nvml()
     except NvmlUnavailable as exc:
+        if not entries and device is None:  # nothing asked for a GPU, and there is no driver: none held
+            return [], []
         return [], [f"GPU(s) {','.join(map(str, indices))} cannot be named without NVML ({exc}): "
                     "the job-info series carries no UUID, so no GPU time is attributed to this job"]
     return _named(session.by_index, indices)
