@@ -168,6 +168,7 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
         raise YolocostError(f"job {opts.job_id} finished at {record.end_time} ({run_dir}); give a new --job-id")
     last_pt = run_dir / "weights" / "last.pt"
     nvml = _NvmlOnce()
+    metrics: JobMetrics | None = None
     hostname = socket.gethostname()
     try:
         gpus, notes = held_gpus(opts.device, nvml.get)
@@ -179,7 +180,9 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
         # for seconds, which would leave the endpoint silent and cost the job scrapes
         yolo = offline.prepare(run_dir, opts.verbose).YOLO
         _check_inputs(opts, data)
-        _check_port(opts)
+        metrics = JobMetrics(opts.job_id, opts.label_names)
+        if opts.metrics_port:  # bound before an attempt counts: a port in use stops the run here
+            metrics.serve(opts.metrics_addr, opts.metrics_port)
         state = _checkpoint_state(last_pt) if record is not None else "none"
         record, attempt = _start_attempt(opts, record, data, hostname, gpus, state, progress)
         record.save(run_dir)
@@ -187,7 +190,7 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
             "resume": f"resuming from {last_pt}",
             "trained": "training had finished: validating the best weights",
         }.get(state, f"training {record.model} from scratch") + f", GPUs held: {', '.join(g.uuid for g in gpus) or 'none'}")
-        with _Reporting(opts, record, attempt, run_dir, progress) as report, _sigterm_interrupts():
+        with _Reporting(opts, record, attempt, run_dir, metrics, progress) as report, _sigterm_interrupts():
             report.metrics.hold({**record.labels, "epochs": str(record.epochs), "imgsz": str(record.imgsz),
                                  "batch": str(record.batch)}, gpus, hostname, parse_time(record.start_time))
             if opts.gpu_sampler:
@@ -199,6 +202,8 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
                 trainer = _train(yolo, opts, record, run_dir, data, last_pt if state == "resume" else None, report)
                 report.finish(trainer.metrics or {})
     finally:
+        if metrics is not None:
+            metrics.close()
         nvml.close()
     return record, run_dir
 
@@ -218,20 +223,6 @@ def _check_inputs(opts: BenchOptions, data: Path) -> None:
         except Exception as exc:  # Ultralytics raises FileNotFoundError, SyntaxError, TypeError, ...
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise YolocostError(f"{what}: {first}") from None
-
-
-def _check_port(opts: BenchOptions) -> None:
-    """The metrics port is free, before an attempt is counted (the endpoint binds it later)."""
-    if not opts.metrics_port:
-        return
-    family = socket.AF_INET6 if ":" in opts.metrics_addr else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((opts.metrics_addr, opts.metrics_port))
-        except OSError as exc:
-            raise YolocostError(f"cannot serve metrics on {opts.metrics_addr}:{opts.metrics_port}: "
-                                f"{exc.strerror or exc}") from None
 
 
 def _checkpoint_state(last_pt: Path) -> str:
@@ -306,29 +297,21 @@ def _validate_best(yolo, opts: BenchOptions, record: RunRecord, run_dir: Path, d
 class _Reporting:
     """Ultralytics callbacks -> record, metrics and progress lines; records how an attempt ends."""
 
-    def __init__(self, opts: BenchOptions, record: RunRecord, attempt: Attempt, run_dir: Path, progress: Progress):
+    def __init__(self, opts: BenchOptions, record: RunRecord, attempt: Attempt, run_dir: Path, metrics: JobMetrics,
+                 progress: Progress):
         self.opts, self.record, self.attempt, self.run_dir, self.say = opts, record, attempt, run_dir, progress
-        self.metrics = JobMetrics(record.job_id, opts.label_names)
+        self.metrics = metrics
         self.started = time.monotonic()
 
     def __enter__(self) -> "_Reporting":
-        if self.opts.metrics_port:
-            try:
-                self.metrics.serve(self.opts.metrics_addr, self.opts.metrics_port)
-            except YolocostError as exc:
-                self.__exit__(type(exc), exc, None)
-                raise
         return self
 
     def __exit__(self, kind, exc, tb) -> None:
-        try:
-            if kind is not None and not self.record.finished:  # (a finished run may be stopped while it lingers)
-                self.attempt.status = "interrupted" if issubclass(kind, KeyboardInterrupt) else "failed"
-                self.attempt.ended_at = iso(now())
-                self.record.status = self.attempt.status
-                self.record.save(self.run_dir)
-        finally:
-            self.metrics.close()
+        if kind is not None and not self.record.finished:  # (a finished run may be stopped while it lingers)
+            self.attempt.status = "interrupted" if issubclass(kind, KeyboardInterrupt) else "failed"
+            self.attempt.ended_at = iso(now())
+            self.record.status = self.attempt.status
+            self.record.save(self.run_dir)
 
     def sample_gpus(self, gpus, nvml: _NvmlOnce, hostname: str) -> None:
         try:
