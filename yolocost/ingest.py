@@ -270,7 +270,7 @@ class _Fetcher:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in finished:
                     chunk, name = running.pop(fut)
-                    if chunk.dropped or fut.cancelled():
+                    if chunk.dropped:  # (its cancelled futures among them)
                         continue
                     try:
                         answer = fut.result()
@@ -507,7 +507,7 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], grain: int
     series_owner = np.array([owner_code.get(o, 0) for o in owners], np.int64)
 
     sid, step, samples, value = points.columns()
-    gpu = series_gpu[sid] if len(sid) else np.zeros(0, np.int64)
+    gpu = series_gpu[sid]
     on_gpu = gpu >= 0
     if not on_gpu.all():
         sid, step, samples, gpu = sid[on_gpu], step[on_gpu], samples[on_gpu], gpu[on_gpu]

@@ -24,9 +24,9 @@ def served_names(label_names: dict[str, str] | None) -> dict[str, str]:
     """The label each job dimension is served as in yolocost_job_info ({"project": "team"}; a
     dimension not named keeps its own name); a YolocostError when one is no Prometheus label
     name, or collides with another dimension's or with the runner's own labels (job_id, UUID, ...)."""
-    names = {dim: (label_names or {}).get(dim) or dim for dim in JOB_LABELS}
-    taken = {"job_id": "the job id", **{name: f"the runner's {name} label" for name in OTHER_INFO_LABELS}}
     named = label_names or {}
+    names = {dim: named.get(dim) or dim for dim in JOB_LABELS}
+    taken = {"job_id": "the job id", **{name: f"the runner's {name} label" for name in OTHER_INFO_LABELS}}
     for dim in sorted(names, key=lambda d: bool(named.get(d))):  # a name the config gives is the one to blame
         name = names[dim]
         if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):

@@ -235,8 +235,7 @@ def render_reports(
                 has_chart=lambda name, figs=figs: name in figs,
                 plotly_js=html_out.plotly_js(),
             )
-            result.files.append(_write(folder / f"{audience.stem}.html", text))
-            progress(f"wrote {result.files[-1]}")
+            _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
         result.html_seconds = time.monotonic() - started
 
     if "pdf" in formats:
