@@ -19,7 +19,6 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from . import db, promql
 from .attribution import Attribution, gpu_of
@@ -94,8 +93,14 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             client.close()
         progress("writing to the database")
         with db.writing(config.database, config.memory_limit) as con:
-            rows, jobs, epochs = _stage(con, fetched)
-            _job_times(con, config, fetched.jobs, s, e)
+            rows = _stage_usage(con, config, fetched.usage)
+            fetched.usage = None  # the rows live in DuckDB now: free the arrays before the build
+            _check_scrape_interval(con, config, fetcher.where)
+            jobs = _stage_jobs(con, config, fetched.attribution)
+            _stage(con, "training_progress", fetched.progress)
+            _stage(con, "job_results", fetched.results)
+            epochs = len(set(zip(fetched.progress["job_id"], fetched.progress["epoch"])))
+            _job_times(con, config, s, e)
             replace_window(
                 con, config, ["gpu_usage", "jobs", "training_progress", "job_results"],
                 start, end, source=f"prometheus:{fetcher.where}", where=lambda t: f"ingest from {fetcher.where}",
@@ -112,12 +117,16 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
 
 
+Columns = dict[str, np.ndarray]  # a table as numpy arrays (strings as object arrays), which
+# DuckDB scans directly: NaN and None read as NULL, datetime64 as TIMESTAMP
+
+
 @dataclass
 class _Fetched:
-    usage: pa.Table
-    jobs: pa.Table
-    progress: pa.Table
-    results: pa.Table
+    usage: Columns | None
+    attribution: Attribution
+    progress: Columns
+    results: Columns
 
 
 class _Fetcher:
@@ -177,35 +186,13 @@ class _Fetcher:
         always = {x.get("UUID", "") for x in job_info} | {x.get("UUID", "") for x in util_series if x.get("GPU_I_ID")}
         points = self._grain_points(start, end, always)
         usage = self._usage(points, attribution)
-        self._check_scrape_interval(usage)
+        del points
         progress_rows, results = self._training(start, end)
-        jobs = self._jobs(attribution, usage, results)
-        return _Fetched(usage, jobs, progress_rows, results)
+        return _Fetched(usage, attribution, progress_rows, results)
 
     def _matching(self) -> str:
         sel = self.config.prometheus.selector
         return f" matching {{{sel}}}" if sel else ""
-
-    def _check_scrape_interval(self, usage: pa.Table) -> None:
-        """A slower scrape than configured leaves every interval short of samples and would
-        undercount present seconds: refuse it. (A faster one is harmless: one sample per
-        scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
-        GPU-intervals or more, some GPU is present for a whole interval."""
-        scrape, grain = self.config.prometheus.scrape_interval_seconds, self.config.grain_seconds
-        con = duckdb.connect()
-        try:
-            con.register("usage", usage)
-            n, most = con.execute(
-                "SELECT count(*), max(s) FROM (SELECT sum(seconds_present) AS s FROM usage GROUP BY gpu_uuid, interval_start)"
-            ).fetchone()
-        finally:
-            con.close()
-        if n >= 12 and most is not None and float(most) < grain - scrape:
-            raise DataError(
-                f"no GPU at {self.where} has more than {float(most):g} s of samples in any {grain} s interval: "
-                f"dcgm-exporter is scraped less often than [prometheus] scrape_interval_seconds = {scrape}; "
-                "set it to the scrape interval"
-            )
 
     # ---- grain points, chunk by chunk
     def _chunks(self, start: int, end: int) -> list[tuple[int, int]]:
@@ -291,12 +278,12 @@ class _Fetcher:
             pool.shutdown(wait=True, cancel_futures=True)
         return out
 
-    def _usage(self, points: "_Points", attribution: Attribution) -> pa.Table:
-        """Grain rows per GPU x owner x interval from the per-series query answers."""
+    def _usage(self, points: "_Points", attribution: Attribution) -> Columns:
+        """Raw usage rows (as sums) per GPU x owner x interval from the per-series query answers."""
         gpus = [gpu_of(labels) for labels in points.labels]
         owners = [attribution.owner(labels) if gpu is not None else None
                   for labels, gpu in zip(points.labels, gpus)]
-        return _assemble(points, gpus, owners, self.config)
+        return _grouped(points, gpus, owners, self.config)
 
     # ---- training progress and results
     def _last_values(self, metric: str, start: int, end: int) -> list[dict]:
@@ -324,7 +311,7 @@ class _Fetcher:
                     out[key] = (t, v)
         return [{"metric": dict(k), "value": float(v)} for k, (t, v) in out.items()]
 
-    def _training(self, start: int, end: int) -> tuple[pa.Table, pa.Table]:
+    def _training(self, start: int, end: int) -> tuple[Columns, Columns]:
         self.say("reading training progress")
         horizon = end + TRAINING_SLACK
         ends = {}
@@ -333,7 +320,7 @@ class _Fetcher:
             epoch = m.get("epoch", "")
             if m.get("job_id") and epoch.isdigit() and math.isfinite(s["value"]):
                 ends[(m["job_id"], int(epoch))] = s["value"]
-        rows = {"job_id": [], "ts": [], "epoch": [], "metric": [], "value": []}
+        rows: dict[str, list] = {"job_id": [], "ts": [], "epoch": [], "metric": [], "value": []}
         for s in self._last_values(promql.EPOCH_METRIC, start, horizon):
             m = s["metric"]
             epoch = m.get("epoch", "")
@@ -342,17 +329,17 @@ class _Fetcher:
             if when is None or not (start <= when < end) or not m.get("name"):
                 continue
             rows["job_id"].append(key[0])
-            rows["ts"].append(dt.datetime.fromtimestamp(when, UTC))
+            rows["ts"].append(round(when * 1e6))
             rows["epoch"].append(key[1])
             rows["metric"].append(m["name"])
-            rows["value"].append(s["value"] if math.isfinite(s["value"]) else None)
-        progress = pa.table({
-            "job_id": pa.array(rows["job_id"], pa.string()),
-            "ts": pa.array(rows["ts"], pa.timestamp("us", "UTC")),
-            "epoch": pa.array(rows["epoch"], pa.int32()),
-            "metric": pa.array(rows["metric"], pa.string()),
-            "value": pa.array(rows["value"], pa.float64()),
-        })
+            rows["value"].append(s["value"] if math.isfinite(s["value"]) else math.nan)
+        progress = {
+            "job_id": _objects(rows["job_id"]),
+            "ts": np.array(rows["ts"], np.int64).astype("datetime64[us]"),
+            "epoch": np.array(rows["epoch"], np.int64),
+            "metric": _objects(rows["metric"]),
+            "value": np.array(rows["value"], np.float64),
+        }
         results: dict[str, dict[str, float]] = {}
         for s in self._last_values(promql.JOB_RESULT, start, horizon):
             m = s["metric"]
@@ -360,43 +347,13 @@ class _Fetcher:
                 results.setdefault(m["job_id"], {})[m["name"]] = s["value"]
         ids = sorted(results)
         best = [results[j].get("best_epoch") for j in ids]
-        table = pa.table({
-            "job_id": pa.array(ids, pa.string()),
-            "map50": pa.array([results[j].get("map50") for j in ids], pa.float64()),
-            "map50_95": pa.array([results[j].get("map50_95") for j in ids], pa.float64()),
-            "best_epoch": pa.array([int(b) if b is not None and math.isfinite(b) else None for b in best], pa.int32()),
-        })
+        table = {
+            "job_id": _objects(ids),
+            "map50": np.array([results[j].get("map50", math.nan) for j in ids], np.float64),
+            "map50_95": np.array([results[j].get("map50_95", math.nan) for j in ids], np.float64),
+            "best_epoch": _objects([int(b) if b is not None and math.isfinite(b) else None for b in best]),
+        }
         return progress, table
-
-    def _jobs(self, attribution: Attribution, usage: pa.Table, results: pa.Table) -> pa.Table:
-        con = duckdb.connect()
-        con.register("usage", usage)
-        per_job = con.execute(
-            "SELECT job_id, mode(gpu_model), max(gpus) FROM (SELECT job_id, interval_start, any_value(gpu_model) "
-            "AS gpu_model, count(DISTINCT gpu_uuid) AS gpus FROM usage WHERE job_id IS NOT NULL GROUP BY ALL) "
-            "GROUP BY job_id ORDER BY job_id"
-        ).fetchall()
-        con.close()
-        cols = {k: [] for k in ("job_id", "cluster", "project", "user_name", "model_type", "image_tag",
-                                "image_digest", "gpu_request", "gpu_model", "start_time", "end_time",
-                                "epochs", "imgsz", "batch")}
-        for job_id, model, gpus in per_job:
-            j = attribution.jobs.get(job_id)
-            values = dict(job_id=job_id, cluster=self.config.cluster, gpu_model=model, start_time=None, end_time=None)
-            if j is not None:
-                values.update(project=j.project, user_name=j.user_name, model_type=j.model_type,
-                              image_tag=j.image_tag, image_digest=j.image_digest,
-                              gpu_request=j.gpu_request or gpus, epochs=j.epochs, imgsz=j.imgsz, batch=j.batch)
-            else:
-                values["gpu_request"] = gpus
-            for k in cols:
-                cols[k].append(values.get(k))
-        int_cols = {"gpu_request", "epochs", "imgsz", "batch"}
-        ts_cols = {"start_time", "end_time"}
-        return pa.table({
-            k: pa.array(v, pa.int32() if k in int_cols else pa.timestamp("us", "UTC") if k in ts_cols else pa.string())
-            for k, v in cols.items()
-        })
 
 
 @dataclass(eq=False)
@@ -491,15 +448,21 @@ def _summed(groups: np.ndarray, n: int, values: np.ndarray, nulls_sum_to_null: b
     return out
 
 
-def _assemble(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> pa.Table:
-    """Fold the aligned points of each series into GPU x owner x interval rows."""
-    return _rounded(_grouped(points, gpus, owners, config.grain_seconds), config)
+def _objects(values: list) -> np.ndarray:
+    """A list as a numpy object array (strings, or ints with None), which DuckDB reads as such."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
-def _grouped(points: "_Points", gpus: list, owners: list[str | None], grain: int) -> pa.Table:
-    """Sums per GPU x owner x interval, grouped in numpy on integer codes (series -> GPU,
-    owner), so memory stays near that of the point arrays; strings are attached to the
-    grouped rows only."""
+def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> Columns:
+    """Raw usage rows as sums per GPU x owner x interval, grouped in numpy on integer codes
+    (series -> GPU, owner), so memory stays near that of the point arrays; strings are
+    attached to the grouped rows only. The rows come in the raw table's order (interval,
+    GPU, owner with nobody first), and with `seconds_us`, the owner's present seconds: the
+    GPU-interval's seconds rounded to the microsecond cumulatively over its owners in that
+    order, so shared samples (1/3 each, ...) still add up exactly to the GPU's seconds."""
+    grain, scrape = config.grain_seconds, config.prometheus.scrape_interval_seconds
     uuids = sorted({g.gpu_uuid for g in gpus if g is not None})
     gpu_code = {u: n for n, u in enumerate(uuids)}
     owner_code = {o: n + 1 for n, o in enumerate(sorted({o for o in owners if o is not None}))}  # 0: nobody's
@@ -512,95 +475,152 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], grain: int
     if not on_gpu.all():
         sid, step, samples, gpu = sid[on_gpu], step[on_gpu], samples[on_gpu], gpu[on_gpu]
         value = {name: v[on_gpu] for name, v in value.items()}
-    group_key = (gpu * (len(owner_code) + 1) + series_owner[sid]) * points.steps + step
-    _, first, groups = np.unique(group_key, return_index=True, return_inverse=True)
+    # group key in the raw table's order: interval, GPU (codes follow the sorted UUIDs), owner
+    group_key = (step * len(uuids) + gpu) * (len(owner_code) + 1) + series_owner[sid]
+    keys, first, groups = np.unique(group_key, return_index=True, return_inverse=True)
     del group_key
     n = len(first)
     mem_peak = np.full(n, np.nan)
     np.fmax.at(mem_peak, groups, value["mem_peak"])
     power = value["power"]
     power_energy = np.where(np.isnan(value["power_energy"]), power, value["power_energy"])
-    # per-series strings, taken for each row's first series
-    row_series = pa.array(sid[first])
-    series = {
-        "gpu_uuid": pa.array([g.gpu_uuid if g else None for g in gpus], pa.string()),
-        "job_id": pa.array(owners, pa.string()),
-        "hostname": pa.array([g.hostname if g else None for g in gpus], pa.string()),
-        "gpu_index": pa.array([g.gpu_index if g else None for g in gpus], pa.int32()),
-        "gpu_model": pa.array([g.gpu_model if g else None for g in gpus], pa.string()),
-        "mig_profile": pa.array([g.mig_profile if g else None for g in gpus], pa.string()),
-    }
-    return pa.table({
+    held = np.bincount(groups, samples, n)
+    seconds_us = _owner_seconds_us(keys // (len(owner_code) + 1), held, scrape)
+    row_series = sid[first]
+    rows = {
         "interval_start": points.start + step[first] * grain,
-        **{name: column.take(row_series) for name, column in series.items()},
-        "samples": np.bincount(groups, samples, n),
+        "gpu_uuid": _objects([g.gpu_uuid if g else None for g in gpus])[row_series],
+        "job_id": _objects(owners)[row_series],
+        "hostname": _objects([g.hostname if g else None for g in gpus])[row_series],
+        "gpu_index": _objects([g.gpu_index if g else None for g in gpus])[row_series],
+        "gpu_model": _objects([g.gpu_model if g else None for g in gpus])[row_series],
+        "mig_profile": _objects([g.mig_profile if g else None for g in gpus])[row_series],
+        "samples": held,
+        "seconds_us": seconds_us,
         "busy": _summed(groups, n, value["busy"], False),
         "idle": _summed(groups, n, value["idle"], False),
         "util": _summed(groups, n, value["util"], False),
-        "mem_peak": pa.array(mem_peak, from_pandas=True),
-        "power": pa.array(_summed(groups, n, power, True), from_pandas=True),
+        "mem_peak": mem_peak,  # NaN: no value (NULL)
+        "power": _summed(groups, n, power, True),
         "energy": _summed(groups, n, value["energy"], False),
-        "power_energy": pa.array(_summed(groups, n, power_energy, True), from_pandas=True),
-    })
+        "power_energy": _summed(groups, n, power_energy, True),
+    }
+    keep = seconds_us > 0
+    return rows if keep.all() else {k: v[keep] for k, v in rows.items()}
 
 
-def _rounded(owned: pa.Table, config: Config) -> pa.Table:
-    """Raw usage rows from the sums. Seconds are rounded to the microsecond cumulatively over
-    a GPU-interval's owners, so shared samples (1/3 each, ...) still add up exactly to the
-    GPU's seconds."""
+def _owner_seconds_us(gpu_interval: np.ndarray, samples: np.ndarray, scrape: int) -> np.ndarray:
+    """Each row's share of its GPU-interval's seconds in microseconds (rows sorted by GPU-interval,
+    then owner): round(running total x scrape) - round(running total before it), so the rows of
+    a GPU-interval add up to its rounded total. Rounding is half away from zero, as SQL's round."""
+    n = len(samples)
+    index = np.arange(n)
+    starts = np.r_[True, gpu_interval[1:] != gpu_interval[:-1]] if n else np.zeros(0, bool)
+    position = index - np.maximum.accumulate(np.where(starts, index, 0)) if n else index
+    running = samples.copy()
+    for back in range(1, int(position.max(initial=0)) + 1):  # a GPU rarely has more than a few owners at once
+        later = np.nonzero(position >= back)[0]
+        running[later] += samples[later - back]
+    before = np.where(starts, 0.0, np.r_[0.0, running[:-1]])
+
+    def micro(total: np.ndarray) -> np.ndarray:
+        scaled = total * scrape * 1e6
+        whole = np.floor(scaled)
+        return (whole + (scaled - whole >= 0.5)).astype(np.int64)
+
+    return micro(running) - micro(before)
+
+
+def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) -> int:
+    """`incoming_gpu_usage` (raw rows, in order) from the grouped sums. Returns its row count."""
     scrape = config.prometheus.scrape_interval_seconds
-    con = duckdb.connect(config={"threads": 1})
+    con.register("grouped_rows", rows)
     try:
-        con.register("owned", owned)
-        return con.sql(f"""
-            WITH rounded AS (
-                SELECT * REPLACE (to_timestamp(interval_start) AS interval_start),
-                    round(sum(samples) OVER w * {scrape}, 6)::DECIMAL(18, 6)
-                    - coalesce(round(sum(samples) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                                     * {scrape}, 6)::DECIMAL(18, 6), 0) AS seconds
-                FROM owned
-                WINDOW w AS (PARTITION BY gpu_uuid, interval_start ORDER BY job_id NULLS FIRST)
+        # one CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
+        # a temp table created earlier in the same transaction (seen above ~100k rows)
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE incoming_gpu_usage AS
+            WITH timed AS (
+                SELECT *, (seconds_us * 0.000001)::DECIMAL(12, 6) AS seconds,
+                       least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS busy_seconds
+                FROM grouped_rows
             )
-            SELECT interval_start, '{config.cluster.replace("'", "''")}' AS cluster, hostname, gpu_uuid, gpu_index,
-                   gpu_model, mig_profile, job_id,
-                   seconds::DECIMAL(12, 6) AS seconds_present,
+            SELECT to_timestamp(interval_start) AS interval_start, ?::VARCHAR AS cluster,
+                   hostname::VARCHAR AS hostname, gpu_uuid::VARCHAR AS gpu_uuid, gpu_index::INTEGER AS gpu_index,
+                   gpu_model::VARCHAR AS gpu_model, mig_profile::VARCHAR AS mig_profile, job_id::VARCHAR AS job_id,
+                   seconds AS seconds_present,
                    least(greatest(util / samples, 0), 100) AS util_mean,
-                   least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS seconds_busy,
-                   least(round(idle * {scrape}, 6)::DECIMAL(12, 6),
-                         seconds - least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds)) AS seconds_idle,
-                   mem_peak AS mem_peak_mib, round(power / samples, 3) AS power_mean_w,
+                   busy_seconds AS seconds_busy,
+                   least(round(idle * {scrape}, 6)::DECIMAL(12, 6), seconds - busy_seconds)::DECIMAL(12, 6)
+                       AS seconds_idle,
+                   mem_peak::DOUBLE AS mem_peak_mib, round(power / samples, 3)::DOUBLE AS power_mean_w,
                    round(energy)::BIGINT AS energy_mj,
                    round(power_energy * {scrape} * 1000)::BIGINT AS energy_power_mj
-            FROM rounded
-            WHERE seconds > 0
-            ORDER BY interval_start, gpu_uuid, job_id NULLS FIRST
-        """).to_arrow_table()
+            FROM timed
+        """, [config.cluster])
     finally:
-        con.close()
+        con.unregister("grouped_rows")
+    return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
 
 
-def _stage(con: duckdb.DuckDBPyConnection, f: _Fetched) -> tuple[int, int, int]:
-    """The fetched rows as incoming_<table> temp tables shaped like the raw tables."""
-    for table, data in (("gpu_usage", f.usage), ("jobs", f.jobs), ("training_progress", f.progress),
-                        ("job_results", f.results)):
-        con.register("fetched", data)
+def _check_scrape_interval(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> None:
+    """A slower scrape than configured leaves every interval short of samples and would
+    undercount present seconds: refuse it. (A faster one is harmless: one sample per
+    scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
+    GPU-intervals or more, some GPU is present for a whole interval."""
+    scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
+    n, most = con.execute(
+        "SELECT count(*), max(s) FROM (SELECT sum(seconds_present) AS s FROM incoming_gpu_usage "
+        "GROUP BY gpu_uuid, interval_start)"
+    ).fetchone()
+    if n >= 12 and most is not None and float(most) < grain - scrape:
+        raise DataError(
+            f"no GPU at {where} has more than {float(most):g} s of samples in any {grain} s interval: "
+            f"dcgm-exporter is scraped less often than [prometheus] scrape_interval_seconds = {scrape}; "
+            "set it to the scrape interval"
+        )
+
+
+def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Attribution) -> int:
+    """`incoming_jobs`: every owner of the incoming usage rows with its labels, its most used
+    GPU model and (where no request is known) the most GPUs it held at once."""
+    per_job = con.execute(
+        "SELECT job_id, mode(gpu_model), max(gpus) FROM (SELECT job_id, interval_start, any_value(gpu_model) "
+        "AS gpu_model, count(DISTINCT gpu_uuid) AS gpus FROM incoming_gpu_usage WHERE job_id IS NOT NULL "
+        "GROUP BY ALL) GROUP BY job_id ORDER BY job_id"
+    ).fetchall()
+    cols: dict[str, list] = {k: [] for k in ("job_id", "cluster", "project", "user_name", "model_type", "image_tag",
+                                             "image_digest", "gpu_request", "gpu_model", "epochs", "imgsz", "batch")}
+    for job_id, model, gpus in per_job:
+        j = attribution.jobs.get(job_id)
+        values = dict(job_id=job_id, cluster=config.cluster, gpu_model=model)
+        if j is not None:
+            values.update(project=j.project, user_name=j.user_name, model_type=j.model_type,
+                          image_tag=j.image_tag, image_digest=j.image_digest,
+                          gpu_request=j.gpu_request or gpus, epochs=j.epochs, imgsz=j.imgsz, batch=j.batch)
+        else:
+            values["gpu_request"] = gpus
+        for k in cols:
+            cols[k].append(values.get(k))
+    _stage(con, "jobs", {k: _objects(v) for k, v in cols.items()})
+    return len(per_job)
+
+
+def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns) -> None:
+    """Columns as the temp table incoming_<table>, shaped like the raw table (absent columns NULL)."""
+    con.register("fetched", data)
+    try:
         types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
-        present = set(data.column_names)
-        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in present else f'CAST(NULL AS {t}) AS "{c}"'
+        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in data else f'CAST(NULL AS {t}) AS "{c}"'
                            for c, t in types)
-        # One CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
-        # a temp table created earlier in the same transaction (seen above ~100k rows).
         con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM fetched")
+    finally:
         con.unregister("fetched")
-    return f.usage.num_rows, f.jobs.num_rows, len(set(zip(f.progress["job_id"].to_pylist(),
-                                                          f.progress["epoch"].to_pylist())))
 
 
-def _job_times(con: duckdb.DuckDBPyConnection, config: Config, jobs: pa.Table, window_start: int,
-               window_end: int) -> None:
+def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int, window_end: int) -> None:
     """First and last interval of the incoming jobs over all usage (stored outside the window
     plus incoming); no end while the job still holds a GPU at the end of all data."""
-    con.register("incoming_job_ids", jobs.select(["job_id"]))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE incoming_job_times AS
         WITH kept AS (
@@ -613,10 +633,9 @@ def _job_times(con: duckdb.DuckDBPyConnection, config: Config, jobs: pa.Table, w
         SELECT job_id, min(interval_start) AS first,
                CASE WHEN max(interval_start) >= (SELECT last FROM data_end) THEN NULL
                     ELSE max(interval_start) + to_seconds({config.grain_seconds}) END AS last
-        FROM kept WHERE job_id IN (SELECT job_id FROM incoming_job_ids)
+        FROM kept WHERE job_id IN (SELECT job_id FROM incoming_jobs)
         GROUP BY job_id
     """)
-    con.unregister("incoming_job_ids")
 
 
 def _set_job_times(con: duckdb.DuckDBPyConnection) -> None:

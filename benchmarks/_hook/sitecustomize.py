@@ -95,12 +95,11 @@ if _path:
     _timed(_ing._Fetcher, "_grain_points", "grain_queries_s")
     _timed(_ing._Points, "arrays", "json_to_arrays_s", hwm=False)
     _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
-    _timed(_ing._Fetcher, "_usage", "assemble_s")
-    _timed(_ing, "_grouped", "assemble_group_s")
-    _timed(_ing, "_rounded", "assemble_round_s")
+    _timed(_ing._Fetcher, "_usage", "assemble_group_s")
     _timed(_ing._Fetcher, "_training", "training_s")
     _timed(_ing, "rebuild", "rebuild_models_s")
     _timed(_ing, "replace_window", "replace_window_s")
+    _timed(_ing, "_stage_usage", "stage_usage_s")
     _timed(_ing, "_stage", "stage_s")
     _timed(_ing.PrometheusClient, "_decode", "json_decode_s", hwm=False)  # summed over the worker threads
 

@@ -176,8 +176,10 @@ def test_sigkill_mid_ingest_keeps_the_previous_state(point, previous, yc, prom, 
         assert state == before
     else:
         assert state == before or state == after, "a killed ingest left a partial write"
-        if alive:
-            assert proc.returncode == -signal.SIGKILL
+        # the run may end on its own between the poll and the kill: then it wrote it all
+        assert proc.returncode in (-signal.SIGKILL, 0)
+        if proc.returncode == 0:
+            assert state == after
 
     # the killed run's lock file stays behind, naming it, but blocks nothing (the flock went with it)
     lock = db.with_name(db.name + ".lock")
