@@ -1,0 +1,25 @@
+"""The ingest loads neither pyarrow nor pandas: together they were 74 MiB of its 400 MiB peak on
+the benchmark week (pyarrow imports pandas on its first array), so the rows go from numpy
+arrays straight into DuckDB (BENCHMARKS.md, "Ingest from Prometheus")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path, h):
+    db = tmp_path / "yc.duckdb"
+    cli_args = yc.args(yc.config(prom.url), db)[3:]  # after `python -m yolocost`
+    probe = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: print('loaded:', [m for m in ('pyarrow', 'pandas') if m in sys.modules], "
+        "file=sys.stderr))\n"
+        f"sys.argv = ['yolocost', *{cli_args!r}]\n"
+        "runpy.run_module('yolocost', run_name='__main__', alter_sys=True)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=yc._env(None),
+                            capture_output=True, text=True, timeout=120)
+    h.assert_ok(result)
+    assert h.query(db, "SELECT count(*) FROM gpu_usage") == [(24,)]  # it did ingest the fixture hour
+    assert "loaded: []" in result.stderr, result.stderr
