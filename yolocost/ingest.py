@@ -286,15 +286,15 @@ class _Fetcher:
         return _grouped(points, gpus, owners, self.config)
 
     # ---- training progress and results
-    def _last_values(self, metric: str, start: int, end: int) -> list[dict]:
-        """The last value of each series of a sparse metric in [start, end], a day per point."""
+    def _last_values(self, metric: str, by: tuple[str, ...], start: int, end: int) -> list[dict]:
+        """The last value per `by` labels of a sparse metric in [start, end], a day per point."""
         step = 86400
         first = start + step
         out: dict[tuple, tuple[float, str]] = {}
         while True:
             try:
                 self.requests += 1
-                result = self.client.query_range(self.queries.last_values(metric, step), first, end + step, step)
+                result = self.client.query_range(self.queries.last_values(metric, step, by), first, end + step, step)
                 break
             except QueryTooBig as exc:
                 if step <= 3600:
@@ -315,13 +315,13 @@ class _Fetcher:
         self.say("reading training progress")
         horizon = end + TRAINING_SLACK
         ends = {}
-        for s in self._last_values(promql.EPOCH_END, start, horizon):
+        for s in self._last_values(promql.EPOCH_END, ("job_id", "epoch"), start, horizon):
             m = s["metric"]
             epoch = m.get("epoch", "")
             if m.get("job_id") and epoch.isdigit() and math.isfinite(s["value"]):
                 ends[(m["job_id"], int(epoch))] = s["value"]
         rows: dict[str, list] = {"job_id": [], "ts": [], "epoch": [], "metric": [], "value": []}
-        for s in self._last_values(promql.EPOCH_METRIC, start, horizon):
+        for s in self._last_values(promql.EPOCH_METRIC, ("job_id", "epoch", "name"), start, horizon):
             m = s["metric"]
             epoch = m.get("epoch", "")
             key = (m.get("job_id", ""), int(epoch) if epoch.isdigit() else -1)
@@ -341,7 +341,7 @@ class _Fetcher:
             "value": np.array(rows["value"], np.float64),
         }
         results: dict[str, dict[str, float]] = {}
-        for s in self._last_values(promql.JOB_RESULT, start, horizon):
+        for s in self._last_values(promql.JOB_RESULT, ("job_id", "name"), start, horizon):
             m = s["metric"]
             if m.get("job_id") and m.get("name") in ("map50", "map50_95", "best_epoch"):
                 results.setdefault(m["job_id"], {})[m["name"]] = s["value"]

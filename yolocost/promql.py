@@ -183,9 +183,12 @@ class GrainQueries:
     def selector_for(self, metric: str) -> str:
         return self._sel(metric)
 
-    def last_values(self, metric: str, seconds: int) -> str:
-        """Last value of each series within a step: training progress is sparse, gauges by epoch."""
-        return f"last_over_time({self._sel(metric)}[{seconds}s])"
+    def last_values(self, metric: str, seconds: int, by: tuple[str, ...]) -> str:
+        """Last value per `by` labels within a step: training progress is sparse, gauges by epoch.
+        Aggregating by the labels that identify a value drops the scrape's own labels (less to
+        send and parse: a job has one series per epoch and metric) and folds the copies of a
+        runner scraped twice (two scrape jobs, an HA pair) into one."""
+        return f"max by ({', '.join(by)}) (last_over_time({self._sel(metric)}[{seconds}s]))"
 
 
 def _quote(text: str) -> str:

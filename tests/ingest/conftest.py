@@ -75,8 +75,18 @@ def sample_time(k: int) -> float:
     return DATA_START.timestamp() + OFFSET + SCRAPE * k
 
 
-def openmetrics(*, energy: bool = True, util: bool = True) -> str:
-    """The fixture hour as OpenMetrics text: each family declared as a gauge, series ascending."""
+# training progress of job j2 (variant "scraped_twice"): epoch -> (sample its end is first
+# served at, {results.csv column: value}); the final validation, served from RESULT_AT on
+EPOCHS = {1: (HALF + 10, {"metrics/mAP50(B)": 0.25, "train/box_loss": 1.5}),
+          2: (HALF + 30, {"metrics/mAP50(B)": 0.5, "train/box_loss": 1.25})}
+RESULTS, RESULT_AT = {"map50": 0.5, "map50_95": 0.3125, "best_epoch": 2}, HALF + 40
+# the bench runner's endpoint as two scrape targets see it (two scrape jobs, or an HA pair)
+RUNNER_TARGETS = ('instance="h1:9101",job="bench"', 'instance="h1:9101",job="bench-copy"')
+
+
+def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tuple[str, ...] = ()) -> str:
+    """The fixture hour as OpenMetrics text: each family declared as a gauge, series ascending;
+    with `training_targets`, job j2's training progress as scraped by each of them."""
     gpu_a = f'gpu="0",UUID="GPU-aaa",device="nvidia0",modelName="{MODEL}",Hostname="h1",instance="h1:9400",job="dcgm"'
     gpu_b = f'gpu="1",UUID="GPU-bbb",device="nvidia1",modelName="{MODEL}",hostname="h1",instance="h1:9400",job="dcgm"'
     pod = ',namespace="ns",pod="p1",container="train"'
@@ -98,7 +108,7 @@ def openmetrics(*, energy: bool = True, util: bool = True) -> str:
         for labels, ks, value in series:
             for k in ks:
                 v = value(k) if callable(value) else value
-                lines.append(f"{name}{{{labels}}} {v:g} {sample_time(k):.3f}")
+                lines.append(f"{name}{{{labels}}} {v:.17g} {sample_time(k):.3f}")
 
     for name, values in families.items():
         if values is None:  # the energy counter: one running value per GPU across the owner change
@@ -110,6 +120,16 @@ def openmetrics(*, energy: bool = True, util: bool = True) -> str:
     family("yolocost_job_info",
            [('job_id="j2",user="bob",project="proj",Hostname="h1",UUID="GPU-bbb"', free, 1)])
     family("kube_pod_labels", [('namespace="ns",pod="p1",label_project="alpha",label_user="ann"', all_hour, 1)])
+    if training_targets:
+        family("yolocost_epoch_end_time_seconds",
+               [(f'job_id="j2",epoch="{e}",{t}', range(at, SAMPLES), sample_time(at))
+                for t in training_targets for e, (at, _) in EPOCHS.items()])
+        family("yolocost_epoch_metric",
+               [(f'job_id="j2",epoch="{e}",name="{name}",{t}', range(at, SAMPLES), value)
+                for t in training_targets for e, (at, values) in EPOCHS.items() for name, value in values.items()])
+        family("yolocost_job_result",
+               [(f'job_id="j2",name="{name}",{t}', range(RESULT_AT, SAMPLES), value)
+                for t in training_targets for name, value in RESULTS.items()])
     family("kube_pod_container_info",
            [(f'namespace="ns",pod="p1",container="train",image="reg/yolo:{IMAGE_TAG}",'
              f'image_id="docker-pullable://reg/yolo@{IMAGE_DIGEST}"', all_hour, 1)])
@@ -121,6 +141,7 @@ VARIANTS = {
     "full": {},
     "no_energy": {"energy": False},
     "no_util": {"util": False},
+    "scraped_twice": {"training_targets": RUNNER_TARGETS},
 }
 
 
@@ -352,6 +373,8 @@ class Harness:
     """The helpers above, as one fixture (test modules do not import conftest)."""
 
     ENERGY_STEP_MJ, MODEL, IMAGE_TAG, IMAGE_DIGEST = ENERGY_STEP_MJ, MODEL, IMAGE_TAG, IMAGE_DIGEST
+    EPOCHS, RESULTS = EPOCHS, RESULTS
+    sample_time = staticmethod(sample_time)
     AUTH_USER, AUTH_PASSWORD = AUTH_USER, AUTH_PASSWORD
     WINDOW_START, DATA_START, WINDOW_END = WINDOW_START, DATA_START, WINDOW_END
     Yolocost = Yolocost
