@@ -41,7 +41,7 @@ def gpu_of(labels: dict[str, str]) -> GpuIdentity | None:
     return GpuIdentity(
         gpu_uuid=f"{uuid}/{instance}" if instance else uuid,
         hostname=labels.get("Hostname") or labels.get("hostname") or "(unknown)",
-        gpu_index=int(gpu) if gpu.isdigit() else None,
+        gpu_index=_int(gpu),
         gpu_model=labels.get("modelName") or "(unknown)",
         mig_profile=labels.get("GPU_I_PROFILE") or None,
     )
@@ -97,7 +97,8 @@ def digest_of(image_id: str) -> str | None:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
+    """A label holding a count or index; anything else (or more than an INTEGER column holds) is absent."""
+    return int(value) if value and value.isascii() and value.isdigit() and int(value) < 2**31 else None
 
 
 @dataclass

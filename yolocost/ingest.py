@@ -29,6 +29,7 @@ from .promclient import PrometheusClient, PrometheusError, QueryTooBig
 
 Progress = Callable[[str], None]
 UTC = dt.timezone.utc
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
 TRAINING_SLACK = 3600  # progress series are read this long past the window end
 # dcgm utilization metrics read per [ingest] utilization, in order of preference for the message
@@ -95,7 +96,6 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         with db.writing(config.database, config.memory_limit) as con:
             rows = _stage_usage(con, config, fetched.usage)
             fetched.usage = None  # the rows live in DuckDB now: free the arrays before the build
-            _check_scrape_interval(con, config, fetcher.where)
             jobs = _stage_jobs(con, config, fetched.attribution)
             _stage(con, "training_progress", fetched.progress)
             _stage(con, "job_results", fetched.results)
@@ -166,6 +166,11 @@ class _Fetcher:
                 f"Prometheus at {self.where} holds no {' or '.join(util_metrics)} series{self._matching()} between "
                 f"{_iso(start)} and {_iso(end)}; is dcgm-exporter scraped there?"
             )
+        if not any(s.get("UUID") for s in util_series):
+            raise DataError(
+                f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} carry no UUID label, which "
+                "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, Hostname)"
+            )
         for metric in (promql.FB_USED, promql.POWER, promql.ENERGY):
             if not found[metric]:
                 raise DataError(
@@ -187,6 +192,7 @@ class _Fetcher:
         points = self._grain_points(start, end, always)
         usage = self._usage(points, attribution)
         del points
+        _check_scrape_interval(usage, cfg, self.where)
         progress_rows, results = self._training(start, end)
         return _Fetched(usage, attribution, progress_rows, results)
 
@@ -329,7 +335,7 @@ class _Fetcher:
             if when is None or not (start <= when < end) or not m.get("name"):
                 continue
             rows["job_id"].append(key[0])
-            rows["ts"].append(round(when * 1e6))
+            rows["ts"].append((dt.datetime.fromtimestamp(when, UTC) - EPOCH) // dt.timedelta(microseconds=1))
             rows["epoch"].append(key[1])
             rows["metric"].append(m["name"])
             rows["value"].append(s["value"] if math.isfinite(s["value"]) else math.nan)
@@ -344,7 +350,12 @@ class _Fetcher:
         for s in self._last_values(promql.JOB_RESULT, ("job_id", "name"), start, horizon):
             m = s["metric"]
             if m.get("job_id") and m.get("name") in ("map50", "map50_95", "best_epoch"):
-                results.setdefault(m["job_id"], {})[m["name"]] = s["value"]
+                value = s["value"]
+                if not math.isfinite(value):  # a failed validation: what Prometheus holds stays so, so
+                    # refusing it would block the window for good; the job is stored without it
+                    self.say(f"job {m['job_id']}: {m['name']} is {value} in Prometheus; stored as missing")
+                    value = math.nan
+                results.setdefault(m["job_id"], {})[m["name"]] = value
         ids = sorted(results)
         best = [results[j].get("best_epoch") for j in ids]
         table = {
@@ -442,7 +453,7 @@ def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarra
 def _summed(groups: np.ndarray, n: int, values: np.ndarray, nulls_sum_to_null: bool) -> np.ndarray:
     """Per-group sums; NaN (NULL) values count as 0, and a group of only NULLs is NULL if asked."""
     present = ~np.isnan(values)
-    out = np.bincount(groups, np.where(present, values, 0.0), n)
+    out = np.bincount(groups, np.where(present, values, 0.0), n).astype(np.float64, copy=False)
     if nulls_sum_to_null:
         out[np.bincount(groups, present, n) == 0] = np.nan
     return out
@@ -484,8 +495,9 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
     np.fmax.at(mem_peak, groups, value["mem_peak"])
     power = value["power"]
     power_energy = np.where(np.isnan(value["power_energy"]), power, value["power_energy"])
-    held = np.bincount(groups, samples, n)
-    seconds_us = _owner_seconds_us(keys // (len(owner_code) + 1), held, scrape)
+    held = np.bincount(groups, samples, n).astype(np.float64, copy=False)
+    gpu_interval = keys // (len(owner_code) + 1)
+    seconds_us = _owner_seconds_us(gpu_interval, held, scrape)
     row_series = sid[first]
     rows = {
         "interval_start": points.start + step[first] * grain,
@@ -495,6 +507,7 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
         "gpu_index": _objects([g.gpu_index if g else None for g in gpus])[row_series],
         "gpu_model": _objects([g.gpu_model if g else None for g in gpus])[row_series],
         "mig_profile": _objects([g.mig_profile if g else None for g in gpus])[row_series],
+        "gpu_interval": gpu_interval,  # for checks; not stored
         "samples": held,
         "seconds_us": seconds_us,
         "busy": _summed(groups, n, value["busy"], False),
@@ -534,8 +547,7 @@ def _owner_seconds_us(gpu_interval: np.ndarray, samples: np.ndarray, scrape: int
 def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) -> int:
     """`incoming_gpu_usage` (raw rows, in order) from the grouped sums. Returns its row count."""
     scrape = config.prometheus.scrape_interval_seconds
-    con.register("grouped_rows", rows)
-    try:
+    with _registered(con, "grouped_rows", rows):
         # one CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
         # a temp table created earlier in the same transaction (seen above ~100k rows)
         con.execute(f"""
@@ -558,22 +570,31 @@ def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) 
                    round(power_energy * {scrape} * 1000)::BIGINT AS energy_power_mj
             FROM timed
         """, [config.cluster])
-    finally:
-        con.unregister("grouped_rows")
     return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
 
 
-def _check_scrape_interval(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> None:
+@contextlib.contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, name: str, data: Columns):
+    """`data` readable as the view `name` for the block. A failed statement aborts the
+    transaction, and unregistering then fails too: that error must not hide the first."""
+    con.register(name, data)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
+
+
+def _check_scrape_interval(rows: Columns, config: Config, where: str) -> None:
     """A slower scrape than configured leaves every interval short of samples and would
     undercount present seconds: refuse it. (A faster one is harmless: one sample per
     scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
     GPU-intervals or more, some GPU is present for a whole interval."""
     scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
-    n, most = con.execute(
-        "SELECT count(*), max(s) FROM (SELECT sum(seconds_present) AS s FROM incoming_gpu_usage "
-        "GROUP BY gpu_uuid, interval_start)"
-    ).fetchone()
-    if n >= 12 and most is not None and float(most) < grain - scrape:
+    _, gpu_interval = np.unique(rows["gpu_interval"], return_inverse=True)
+    per_gpu_interval = np.bincount(gpu_interval, rows["seconds_us"]) / 1e6
+    n, most = len(per_gpu_interval), per_gpu_interval.max(initial=0.0)
+    if n >= 12 and most < grain - scrape:
         raise DataError(
             f"no GPU at {where} has more than {float(most):g} s of samples in any {grain} s interval: "
             f"dcgm-exporter is scraped less often than [prometheus] scrape_interval_seconds = {scrape}; "
@@ -608,14 +629,11 @@ def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Att
 
 def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns) -> None:
     """Columns as the temp table incoming_<table>, shaped like the raw table (absent columns NULL)."""
-    con.register("fetched", data)
-    try:
+    with _registered(con, "fetched", data):
         types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
         select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in data else f'CAST(NULL AS {t}) AS "{c}"'
                            for c, t in types)
         con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM fetched")
-    finally:
-        con.unregister("fetched")
 
 
 def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int, window_end: int) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import math
 import os
 import shutil
 import signal
@@ -84,9 +85,11 @@ RESULTS, RESULT_AT = {"map50": 0.5, "map50_95": 0.3125, "best_epoch": 2}, HALF +
 RUNNER_TARGETS = ('instance="h1:9101",job="bench"', 'instance="h1:9101",job="bench-copy"')
 
 
-def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tuple[str, ...] = ()) -> str:
+def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tuple[str, ...] = (),
+                results: dict[str, float] = RESULTS, job_info_extra: str = "", uuid: bool = True) -> str:
     """The fixture hour as OpenMetrics text: each family declared as a gauge, series ascending;
-    with `training_targets`, job j2's training progress as scraped by each of them."""
+    with `training_targets`, job j2's training progress (and `results`) as scraped by each of
+    them; `job_info_extra` adds labels to j2's job-info; without `uuid` no series names its GPU."""
     gpu_a = f'gpu="0",UUID="GPU-aaa",device="nvidia0",modelName="{MODEL}",Hostname="h1",instance="h1:9400",job="dcgm"'
     gpu_b = f'gpu="1",UUID="GPU-bbb",device="nvidia1",modelName="{MODEL}",hostname="h1",instance="h1:9400",job="dcgm"'
     pod = ',namespace="ns",pod="p1",container="train"'
@@ -118,7 +121,7 @@ def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tup
         else:
             family(name, [(gpu_a + pod, owned, values[0]), (gpu_a, free, values[1]), (gpu_b, all_hour, values[2])])
     family("yolocost_job_info",
-           [('job_id="j2",user="bob",project="proj",Hostname="h1",UUID="GPU-bbb"', free, 1)])
+           [(f'job_id="j2",user="bob",project="proj",Hostname="h1",UUID="GPU-bbb"{job_info_extra}', free, 1)])
     family("kube_pod_labels", [('namespace="ns",pod="p1",label_project="alpha",label_user="ann"', all_hour, 1)])
     if training_targets:
         family("yolocost_epoch_end_time_seconds",
@@ -129,12 +132,13 @@ def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tup
                 for t in training_targets for e, (at, values) in EPOCHS.items() for name, value in values.items()])
         family("yolocost_job_result",
                [(f'job_id="j2",name="{name}",{t}', range(RESULT_AT, SAMPLES), value)
-                for t in training_targets for name, value in RESULTS.items()])
+                for t in training_targets for name, value in results.items()])
     family("kube_pod_container_info",
            [(f'namespace="ns",pod="p1",container="train",image="reg/yolo:{IMAGE_TAG}",'
              f'image_id="docker-pullable://reg/yolo@{IMAGE_DIGEST}"', all_hour, 1)])
     lines.append("# EOF")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return text if uuid else text.replace('UUID="GPU-aaa",', "").replace('UUID="GPU-bbb"', 'UUID=""')
 
 
 VARIANTS = {
@@ -142,6 +146,10 @@ VARIANTS = {
     "no_energy": {"energy": False},
     "no_util": {"util": False},
     "scraped_twice": {"training_targets": RUNNER_TARGETS},
+    # a failed final validation (NaN mAP50) and a job-info count no INTEGER holds
+    "odd_values": {"training_targets": RUNNER_TARGETS[:1], "results": {**RESULTS, "map50": math.nan},
+                   "job_info_extra": ',epochs="99999999999",imgsz="640"'},
+    "no_uuid": {"uuid": False},
 }
 
 

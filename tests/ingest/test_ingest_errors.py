@@ -171,9 +171,21 @@ def test_scrape_slower_than_configured(yc, prior_db, h, prom):
         result = yc.ingest(config, prior_db)
     h.assert_one_line_error(result, "has more than 150 s of samples in any 300 s interval",
                             "scrape_interval_seconds = 15")
+    # judged from the fetched rows, before any database is opened: none is created
+    absent = prior_db.with_name("absent.duckdb")
+    h.assert_one_line_error(yc.ingest(config, absent), "scrape_interval_seconds = 15")
+    assert not absent.exists()
 
 
 # ---- 6. a metric missing entirely
+
+
+def test_no_uuid_label(yc, prior_db, h, prometheus):
+    """Series that name no GPU would give no rows at all: a misconfigured exporter, refused."""
+    server = prometheus("no_uuid")
+    with h.unchanged(prior_db):
+        result = yc.ingest(yc.config(server.url), prior_db)
+    h.assert_one_line_error(result, f"series at {server.url} carry no UUID label", "dcgm-exporter's default labels")
 
 
 @pytest.mark.parametrize("variant, needles", [
