@@ -103,6 +103,9 @@ def test_secret_from_file_is_read_and_hidden(tmp_path):
         ('[prometheus]\nselector = "cluster=prod"\n', "prometheus.selector: must be label matchers"),
         ('[ingest]\nutilization = "gpu"\n', "ingest.utilization: must be auto, dev or prof"),
         ('[database]\nmemory_limit = "lots"\n', "database.memory_limit: must be an amount such as 3GB"),
+        ('[database]\nmemory_limit = "1KB"\n', "database.memory_limit: must be at least 128MB"),
+        ("[prometheus]\nretries = 2.5\n", "prometheus.retries: must be a whole number from 0 to 20, got 2.5"),
+        ("[prometheus]\nconcurrency = 1.9\n", "prometheus.concurrency: must be a whole number from 1 to 32"),
         ('[prometheus]\nbearer_token_env = "YOLOCOST_TEST_UNSET_VAR"\n', "YOLOCOST_TEST_UNSET_VAR is not set"),
         ('[prometheus]\nusername = "ops"\n', "basic auth needs both"),
         ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 1\n[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 2\n',
@@ -122,3 +125,39 @@ def test_bad_config_names_file_key_and_problem_in_one_line(tmp_path, text, messa
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "nope.toml")
+
+
+TOKEN_FILE = ('[prometheus]\nbearer_token_file = "token"\n', "prometheus.bearer_token_file")
+PASSWORD_ENV = ('[prometheus]\nusername = "ops"\npassword_env = "YOLOCOST_TEST_PASSWORD"\n', "prometheus.password_env")
+
+
+@pytest.mark.parametrize("value, problem, where", [
+    ("TOKEN-LINE-1\nTOKEN-LINE-2\n", "holds more than one word or line", (TOKEN_FILE, PASSWORD_ENV)),
+    ("TOKEN-A TOKEN-B", "holds more than one word or line", (TOKEN_FILE,)),  # a password may hold spaces
+    ("TOKEN-\u20ac", "outside Latin-1", (TOKEN_FILE, PASSWORD_ENV)),
+])
+def test_a_malformed_credential_is_refused_without_showing_it(tmp_path, monkeypatch, value, problem, where):
+    """requests would put such a value into its own error text (InvalidHeader), so it is
+    refused while loading the config, and the message never holds the value."""
+    (tmp_path / "token").write_text(value, encoding="utf-8")
+    monkeypatch.setenv("YOLOCOST_TEST_PASSWORD", value)
+    for text, key in where:
+        with pytest.raises(ConfigError) as info:
+            load_config(write(tmp_path, text))
+        message = str(info.value)
+        assert key in message and problem in message
+        assert "TOKEN" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize("url", ["http://alice:TOPSECRET@prom:9090", "ftp://alice:TOPSECRET@prom:9090"])
+def test_credentials_in_the_url_are_refused_without_showing_them(tmp_path, url):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, f'[prometheus]\nurl = "{url}"\n'))
+    assert "prometheus.url: holds a user name or password" in str(info.value)
+    assert "TOPSECRET" not in str(info.value)
+
+
+def test_a_password_may_hold_spaces(tmp_path, monkeypatch):
+    monkeypatch.setenv("YOLOCOST_TEST_PASSWORD", "correct horse battery staple")
+    config = load_config(write(tmp_path, PASSWORD_ENV[0]))
+    assert config.prometheus.password == "correct horse battery staple"

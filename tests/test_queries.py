@@ -41,6 +41,28 @@ def test_missing_and_bad_parameters_are_clean_errors(sample_db):
         queries.run(sample_db.path, queries.resolve("top_idle_wasters"), {})
     with pytest.raises(YolocostError, match="limit: 'ten' is not a valid INTEGER"):
         queries.run(sample_db.path, queries.resolve("top_idle_wasters"), {"month": "2026-10", "limit": "ten"})
+    # a typo is not silently ignored (the default would apply)
+    with pytest.raises(YolocostError, match=r"has no parameter limt \(it takes month, limit\)"):
+        queries.run(sample_db.path, queries.resolve("top_idle_wasters"), {"month": "2026-10", "limt": "3"})
+    for bad in ("nan", "inf", "-inf"):
+        with pytest.raises(YolocostError, match=f"min_hours: '{bad}' is not a valid DOUBLE"):
+            queries.run(sample_db.path, queries.resolve("unallocated_by_host_day"), {"month": "2026-10", "min_hours": bad})
+
+
+def test_an_error_while_reading_rows_is_a_clean_error(sample_db):
+    """DuckDB raises some errors only while the rows are fetched, after execute() returned."""
+    sql = "SELECT CASE WHEN range > 100000 THEN error('too late') END FROM range(1000000)"
+    with pytest.raises(YolocostError, match="query sql: Invalid Input Error: too late"):
+        queries.run(sample_db.path, queries.resolve(sql), {})
+
+
+def test_timestamps_come_back_in_the_configured_time_zone(sample_db):
+    sql = "SELECT TIMESTAMPTZ '2026-10-09 17:30:00+00' AS t"
+    _, [(utc,)] = queries.run(sample_db.path, queries.resolve(sql), {})
+    _, [(berlin,)] = queries.run(sample_db.path, queries.resolve(sql), {}, timezone="Europe/Berlin")
+    assert utc == berlin  # the same instant
+    assert (utc.hour, berlin.hour) == (17, 19)
+    assert queries.to_table(["t"], [(berlin,)]).splitlines()[2] == "2026-10-09 19:30"
 
 
 def test_read_only_by_default(sample_db):
@@ -56,6 +78,21 @@ def test_csv_neutralizes_formulas_and_json_keeps_exact_decimals():
     assert text.splitlines()[2].startswith("'-1+2")
     data = json.loads(queries.to_json(["cost"], [(Decimal("0.100000001"),)]))
     assert data == [{"cost": "0.100000001"}]
+    assert queries.to_csv(["cost"], [(Decimal("-5.25"),)]).splitlines()[1] == "-5.25"  # a number, not a formula
+
+
+def test_every_duckdb_type_is_written_as_json_and_csv(sample_db):
+    sql = ("SELECT list(cost ORDER BY project) AS costs, {'a': 1.5::DECIMAL(3, 1)} AS s, INTERVAL 3 HOUR AS i, "
+           "'ab'::BLOB AS b, TIME '10:00' AS t, '6ba7b810-9dad-11d1-80b4-00c04fd430c8'::UUID AS u "
+           "FROM mart_project_month WHERE month = '2026-10'")
+    columns, rows = queries.run(sample_db.path, queries.resolve(sql), {})
+    [data] = json.loads(queries.to_json(columns, rows))
+    costs = sample_db.one("SELECT list(cost::VARCHAR ORDER BY project) AS c FROM mart_project_month "
+                          "WHERE month = '2026-10'")["c"]
+    assert data == {"costs": costs, "s": {"a": "1.5"}, "i": 10800.0, "b": "6162", "t": "10:00:00",
+                    "u": "6ba7b810-9dad-11d1-80b4-00c04fd430c8"}
+    line = queries.to_csv(columns, rows).splitlines()[1]
+    assert line.startswith('"[' + ", ".join(f'""{c}""' for c in costs) + ']"')
 
 
 def test_header_parsing():

@@ -59,6 +59,9 @@ class Group(click.Group):
             if state is not None and state.debug:
                 raise
             first = (str(exc).splitlines() or [""])[0]
+            if type(exc).__name__ == "OutOfMemoryException" and type(exc).__module__.startswith("duckdb"):
+                click.echo(f"error: DuckDB ran out of memory ({first}); raise [database] memory_limit", err=True)
+                ctx.exit(2)
             click.echo(f"error: unexpected {type(exc).__name__}: {first} (rerun with --debug for details)", err=True)
             ctx.exit(1)
 
@@ -259,6 +262,7 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
 
     The database is opened read-only unless --write is given. Parameters declared in a
     query's header (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE.
+    Timestamps are shown in the configured time zone, where the marts cut months and days.
 
     \b
     Examples:
@@ -269,7 +273,8 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     from . import queries
 
     q = queries.resolve(target, Path(queries_dir) if queries_dir else None)
-    columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write)
+    columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write,
+                                timezone=state.config.timezone)
     text = queries.FORMATTERS[fmt](columns, rows)
     if output:
         try:

@@ -211,6 +211,11 @@ class _Parser:
             raise self.fail(key, f"must be between {low} and {high}, got {value}")
         return float(value)
 
+    def integer(self, key: str, value: Any, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self.fail(key, f"must be a whole number from {low} to {high}, got {value!r}")
+        return value
+
     def positive_int(self, key: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.fail(key, f"must be a positive integer, got {value!r}")
@@ -260,7 +265,7 @@ class _Parser:
             value = os.environ.get(var)
             if not value:
                 raise self.fail(f"{prefix}.{env_key}", f"environment variable {var} is not set")
-            return Secret(value.strip())
+            return self.credential(f"{prefix}.{env_key}", f"environment variable {var}", value.strip())
         if file_key in tbl:
             secret_path = self.path(f"{prefix}.{file_key}", tbl[file_key])
             try:
@@ -269,8 +274,20 @@ class _Parser:
                 raise self.fail(f"{prefix}.{file_key}", f"cannot read {secret_path}: {exc.strerror}") from None
             if not value:
                 raise self.fail(f"{prefix}.{file_key}", f"{secret_path} is empty")
-            return Secret(value)
+            return self.credential(f"{prefix}.{file_key}", str(secret_path), value)
         return None
+
+    def credential(self, key: str, where: str, value: str) -> Secret:
+        """A token or password as HTTP sends it: one line of Latin-1 text (a token also without
+        spaces). The value itself never appears in the message."""
+        if any((c.isspace() and (c != " " or "token" in key)) or not c.isprintable() for c in value):
+            raise self.fail(key, f"{where} holds more than one word or line (spaces, tabs, newlines or control "
+                                 "characters); it must hold the credential alone")
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise self.fail(key, f"{where} holds characters HTTP headers cannot carry (outside Latin-1)") from None
+        return Secret(value)
 
     # ---- sections
     def parse(self, data: dict[str, Any]) -> Config:
@@ -283,8 +300,13 @@ class _Parser:
         cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
         database = self.table(data, "database", {"path", "memory_limit"})
         memory_limit = self.get(database, "database", "memory_limit", self.string, DEFAULT_MEMORY_LIMIT)
-        if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", memory_limit):
+        amount = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", memory_limit)
+        if not amount:
             raise self.fail("database.memory_limit", f"must be an amount such as 3GB, got {memory_limit!r}")
+        size = float(amount[1]) * {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+                                   "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[amount[2]]
+        if size < 128e6:  # too little for DuckDB to build even a small database's models
+            raise self.fail("database.memory_limit", f"must be at least 128MB, got {memory_limit!r}")
         ingest = self.table(data, "ingest", {"grain_seconds", "retention_days", "utilization"})
         reports = self.table(data, "reports", {"output_dir", "templates_dir"})
         policy = self.table(data, "tag_policy", {"pattern"})
@@ -429,17 +451,21 @@ class _Parser:
              "scrape_interval_seconds", "selector", "chunk_hours", "concurrency"},
         )
         url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
-        if not re.match(r"^https?://[^/\s]+", url):
-            raise self.fail("prometheus.url", f"must start with http:// or https://, got {url!r}")
         try:
-            urlsplit(url).port
+            parts = urlsplit(url)
+            parts.port
         except ValueError as exc:
             raise self.fail("prometheus.url", f"{exc}") from None
+        if "@" in parts.netloc:  # checked first: the messages below show the URL
+            raise self.fail("prometheus.url", "holds a user name or password; give them as username and "
+                                              "password_env/password_file, never in the file itself")
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise self.fail("prometheus.url", f"must start with http:// or https://, got {url!r}")
         username = self.get(tbl, prefix, "username", self.string, None)
         password = self.secret(tbl, prefix, "password")
         if (username is None) != (password is None):
             raise self.fail("prometheus.username", "basic auth needs both username and password_env/password_file")
-        retries = self.get(tbl, prefix, "retries", lambda k, v: int(self.number(k, v, 0, 20)), 3)
+        retries = self.get(tbl, prefix, "retries", lambda k, v: self.integer(k, v, 0, 20), 3)
         selector = self.get(tbl, prefix, "selector", self.string, "")
         if selector and not re.fullmatch(_MATCHERS, selector):
             raise self.fail("prometheus.selector", f'must be label matchers such as cluster="prod", got {selector!r}')
@@ -455,5 +481,5 @@ class _Parser:
             scrape_interval_seconds=self.get(tbl, prefix, "scrape_interval_seconds", self.positive_int, 30),
             selector=selector,
             chunk_hours=self.get(tbl, prefix, "chunk_hours", self.positive_int, 24),
-            concurrency=self.get(tbl, prefix, "concurrency", lambda k, v: int(self.number(k, v, 1, 32)), 4),
+            concurrency=self.get(tbl, prefix, "concurrency", lambda k, v: self.integer(k, v, 1, 32), 4),
         )

@@ -119,6 +119,9 @@ class PrometheusClient:
             ) from None
         except requests.exceptions.ConnectionError as exc:
             raise _Transient(f"cannot reach Prometheus at {self.where}: {_reason(exc)}") from None
+        except (requests.exceptions.InvalidHeader, UnicodeError, ValueError):  # their text may hold a credential
+            raise PrometheusError(f"cannot send a request to Prometheus at {self.where}: a credential or the URL "
+                                  "holds characters an HTTP request cannot carry") from None
         return self._decode(r)
 
     def _decode(self, r: requests.Response) -> Any:

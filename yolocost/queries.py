@@ -36,7 +36,14 @@ def _month(text: str) -> str:
     return text
 
 
-_TYPES = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": float, "DATE": dt.date.fromisoformat}
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+_TYPES = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": _finite, "DATE": dt.date.fromisoformat}
 
 
 @dataclass(frozen=True)
@@ -119,9 +126,15 @@ def resolve(target: str, extra: Path | None = None) -> Query:
 
 
 def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
-    """Values for the query's declared parameters; undeclared names pass through as text."""
+    """Values for the query's declared parameters. A query that declares none (SQL given on
+    the command line, a file without a header) takes any name as text; one that declares
+    some refuses a name it does not declare, so a typo is not silently ignored."""
     values: dict[str, Any] = {}
     declared = {p.name: p for p in query.params}
+    unknown = sorted(set(given) - set(declared)) if declared else []
+    if unknown:
+        raise YolocostError(f"query {query.name} has no parameter {', '.join(unknown)} "
+                            f"(it takes {', '.join(declared)})")
     for name, raw in given.items():
         values[name] = declared[name].convert(raw) if name in declared else raw
     for p in query.params:
@@ -133,20 +146,26 @@ def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in used}
 
 
-def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False) -> tuple[list[str], list[tuple]]:
-    """Run a query; returns column names and rows. Read-only unless `write`."""
+def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False,
+        timezone: str | None = None) -> tuple[list[str], list[tuple]]:
+    """Run a query; returns column names and rows. Read-only unless `write`. Timestamps come
+    back in `timezone` (the configured one: months and days in the marts are cut there)."""
+    values = bind(query, params)
     con = db.connect(database, read_only=not write, sandboxed=not write)
     try:
+        if timezone:
+            zone = timezone.replace("'", "''")
+            con.execute(f"SET TimeZone = '{zone}'")
         try:
-            cur = con.execute(query.sql, bind(query, params))
-        except duckdb.Error as exc:
+            cur = con.execute(query.sql, values)
+            if cur.description is None:
+                return [], []
+            return [d[0] for d in cur.description], cur.fetchall()
+        except duckdb.Error as exc:  # raised while executing or while reading the rows
             first = str(exc).splitlines()[0]
             if not write and "read-only" in first.lower():
                 first += " (add --write to allow changes)"
             raise YolocostError(f"query {query.name}: {first}") from None
-        if cur.description is None:
-            return [], []
-        return [d[0] for d in cur.description], cur.fetchall()
     finally:
         con.close()
 
@@ -164,13 +183,30 @@ def csv_safe(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
+    """A value as JSON has it: exact decimals as text, times in ISO 8601, nested values too."""
     if isinstance(value, decimal.Decimal):
         return str(value)
-    if isinstance(value, (dt.datetime, dt.date)):
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # UUID, and whatever else a query returns
+
+
+def _csv_cell(value: Any) -> Any:
+    """A CSV cell: nested values (lists, structs) as their JSON text."""
+    plain = _plain(value)
+    return json.dumps(plain, ensure_ascii=False) if isinstance(plain, (list, dict)) else plain
 
 
 def to_csv(columns: list[str], rows: list[tuple]) -> str:
@@ -178,7 +214,7 @@ def to_csv(columns: list[str], rows: list[tuple]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_plain(csv_safe(v)) for v in row])
+        writer.writerow([csv_safe(v) if isinstance(v, str) else _csv_cell(v) for v in row])
     return buf.getvalue()
 
 
@@ -190,11 +226,15 @@ def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
+        if value != 0 and abs(value) < 0.001:  # would read as 0 at four decimals
+            return f"{value:.3g}"
         return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
     if isinstance(value, decimal.Decimal):
         return f"{value:,.2f}" if value.as_tuple().exponent <= -2 else f"{value:,}"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(_plain(value), ensure_ascii=False)
     return str(value)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from . import db
 from .config import Config
-from .templating import environment
+from .templating import environment, template_errors
 
 
 def _rows(con, sql: str, params: list) -> list[dict]:
@@ -29,14 +29,15 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
         )
     finally:
         con.close()
-    html = environment(config.templates_dir).get_template("summary.html").render(
-        month=month,
-        cluster=cluster[0] if cluster else None,
-        projects=projects,
-        currency=config.currency,
-        cluster_name=config.cluster,
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-    )
+    with template_errors():
+        html = environment(config.templates_dir).get_template("summary.html").render(
+            month=month,
+            cluster=cluster[0] if cluster else None,
+            projects=projects,
+            currency=config.currency,
+            cluster_name=config.cluster,
+            generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        )
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(html, encoding="utf-8")
     return out_path

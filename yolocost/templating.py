@@ -5,11 +5,14 @@ Autoescaping is always on, so a project or user called `<script>` shows as text.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 from pathlib import Path
+from typing import Iterator
 
 import jinja2
 
+from .errors import YolocostError
 from .resources import shipped_dir
 
 
@@ -41,3 +44,23 @@ def environment(user_dir: Path | None = None) -> jinja2.Environment:
     )
     env.filters.update(money=money, number=number, percent=percent)
     return env
+
+
+@contextlib.contextmanager
+def template_errors() -> Iterator[None]:
+    """A broken template (most likely a user's override) as one line naming its file and line."""
+    try:
+        yield
+    except jinja2.TemplateError as exc:
+        where = getattr(exc, "filename", None) or getattr(exc, "name", None)
+        line = getattr(exc, "lineno", None)
+        if where is None:  # errors while rendering: the innermost template frame says where
+            tb = exc.__traceback__
+            while tb is not None:
+                name = tb.tb_frame.f_code.co_filename
+                if name.endswith((".html", ".css", ".j2")):
+                    where, line = name, tb.tb_lineno
+                tb = tb.tb_next
+        place = f"{where}:{line}" if where and line else where or "a report template"
+        message = getattr(exc, "message", None) or str(exc)
+        raise YolocostError(f"{place}: {type(exc).__name__}: {message}") from None

@@ -99,7 +99,10 @@ def test_wrong_credentials(yc, prior_db, h, secured, how):
         config = yc.config(secured.url)
     with h.unchanged(prior_db):
         result = yc.ingest(config, prior_db, env=env, debug=True)
-    h.assert_one_line_error(result, f"Prometheus at http://127.0.0.1:{port} refused the credentials (HTTP 401)")
+    if how == "password_in_url":  # credentials belong in env or a file, never in the config file
+        h.assert_one_line_error(result, "prometheus.url: holds a user name or password")
+    else:
+        h.assert_one_line_error(result, f"Prometheus at http://127.0.0.1:{port} refused the credentials (HTTP 401)")
     assert WRONG not in result.stdout + result.stderr
 
 

@@ -61,3 +61,23 @@ def test_shipped_templates_are_a_layout_and_one_partial_per_section():
     names = {p.stem for p in (templates / "sections").glob("*.html")}
     assert names == {"headline", "actions", "daily", "projects", "users", "gpu_models", "image_tags", "density",
                      "idle_waste", "leaderboard", "breakers", "tag_violations", "unallocated"}
+
+
+def test_a_broken_override_is_one_line_naming_its_file_and_line(sample_db, tmp_path):
+    import pytest
+
+    from yolocost.errors import YolocostError
+
+    cases = {
+        "syntax": ("<section id=\"actions\">\n{% if %}\n</section>", "actions.html:2: TemplateSyntaxError"),
+        "undefined": ("<section id=\"actions\">\n\n{{ no_such_value.x }}</section>", "actions.html:3: UndefinedError"),
+        "include": ("<section id=\"actions\">{% include 'nope.html' %}</section>", "TemplateNotFound: nope.html"),
+    }
+    for name, (text, where) in cases.items():
+        mine = tmp_path / name
+        (mine / "sections").mkdir(parents=True)
+        (mine / "sections" / "actions.html").write_text(text, encoding="utf-8")
+        with pytest.raises(YolocostError) as info:
+            _render(sample_db.config, tmp_path, f"out-{name}", templates=mine)
+        assert where in str(info.value), str(info.value)
+        assert "\n" not in str(info.value)

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 from .. import db
 from ..config import Config
 from ..errors import YolocostError
-from ..templating import environment
+from ..templating import environment, template_errors
 from . import charts, data
 from . import html as html_out
 
@@ -218,13 +218,22 @@ def render_reports(
     folder = Path(config.report_dir) / month
     folder.mkdir(parents=True, exist_ok=True)
     env = environment(templates)
-    page = env.get_template("report.html")
+    with template_errors():
+        page = env.get_template("report.html")
     result = ReportResult(month, folder, audiences=chosen, formats=formats)
     started = time.monotonic()
     figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in chosen}
     result.charts = sum(len(f) for f in figures.values())
     progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")
 
+    with template_errors():
+        _render(config, month, chosen, formats, reports, figures, page, folder, result, chromium, progress)
+    return result
+
+
+def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
+            result: "ReportResult", chromium: str, progress: Callable[[str], None]) -> None:
+    """Write each audience's HTML and PDF files."""
     if "html" in formats:
         started = time.monotonic()
         for audience in chosen:
@@ -262,4 +271,3 @@ def render_reports(
         progress(f"SVG export {exporting:.1f} s ({pdf.TABS} tabs); WeasyPrint {printer.seconds:.1f} s of work "
                  f"in {printer.workers} process(es)")
         result.pdf_seconds = time.monotonic() - started
-    return result
