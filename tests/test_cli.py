@@ -196,6 +196,17 @@ def test_reserved_bucket_names_are_refused_as_project_labels(workdir):
     assert_one_line_error(yolocost("load", "raw", cwd=workdir), "reserved bucket name")
 
 
+def test_a_misspelt_column_is_refused_not_loaded_as_nulls(workdir):
+    """`projekt` would leave every job's project NULL: all spend silently unlabeled."""
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame([{"job_id": "job-1", "projekt": "p", "user_name": "u"}]).to_parquet(
+        workdir / "raw" / "jobs.parquet", index=False)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "jobs.parquet: unknown column(s) projekt",
+                          "a jobs file has job_id, cluster, project")
+    stored = yolocost("query", "-f", "csv", "SELECT count(*) AS n FROM jobs", cwd=workdir)
+    assert stored.returncode == 2 or stored.stdout.splitlines()[1] == "0"  # no database, or nothing loaded
+
+
 def test_read_only_query_cannot_touch_other_files(workdir):
     write_raw(workdir / "raw", usage_frame())
     assert yolocost("load", "raw", cwd=workdir).returncode == 0

@@ -95,6 +95,7 @@ def test_secret_from_file_is_read_and_hidden(tmp_path):
         ("[tag_policy]\npattern = \"([\"\n", "tag_policy.pattern: not a valid RE2 regular expression"),
         ("[tag_policy]\npattern = '^(?!latest).*$'\n", "tag_policy.pattern: not a valid RE2 regular expression"),
         ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = "1e15"\n', "prices[0].price_per_gpu_hour: must be below"),
+        ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = 1000000\n', "must be below 1,000,000, got 1000000"),
         ('[[prices]]\ngpu_model = "*"\nprice_per_gpu_hour = "1"\n', "prices[0].gpu_model: '*' is reserved"),
         ("[thresholds]\nbreaker_loss_delta = inf\n", "thresholds.breaker_loss_delta: must be a finite number"),
         ('[prometheus]\nurl = "localhost:9090"\n', "prometheus.url: must start with http"),

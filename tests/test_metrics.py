@@ -657,3 +657,14 @@ def test_loading_the_same_fixture_twice_leaves_identical_marts(built_db):
     db.load()
     assert snapshot() == before
     assert {t: db.value(f"SELECT count(*) FROM {t}") for t in raw_counts} == raw_counts
+
+
+def test_the_largest_price_the_config_takes_is_billed_exactly(built_db):
+    """999,999.999999 per GPU-hour (the config's largest): the cost arithmetic stays exact,
+    here a week of 3 GPUs, so the running totals reach millions of units."""
+    price = Decimal("999999.999999")
+    usage = [row for gpu in ("g0", "g1", "g2") for row in usage_run(T0, 7 * 24 * 12, gpu, "j1")]
+    db = built_db(usage, jobs=[job_row("j1")], prices=[("A100", str(price))])
+    j1 = db.one("SELECT gpu_seconds, gpu_cost FROM mart_job WHERE job_id = 'j1'")
+    assert j1["gpu_seconds"] == 3 * 7 * 24 * 3600
+    assert j1["gpu_cost"] == 3 * 7 * 24 * price

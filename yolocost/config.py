@@ -31,7 +31,9 @@ from .errors import ConfigError
 
 CONFIG_ENV = "YOLOCOST_CONFIG"
 DEFAULT_CONFIG_NAME = "yolocost.toml"
-MAX_PRICE = Decimal(10) ** 12  # prices are stored as DECIMAL(18, 6)
+# per GPU-hour or kWh: int_usage_priced's exact cost arithmetic (price in micro-units times
+# a remainder below 3,600,000) stays in BIGINT below this
+MAX_PRICE = Decimal(10) ** 6
 DEFAULT_TAG_PATTERN = r"^[a-z0-9]+-yolo[a-z0-9]+-[a-z0-9]+-cu[0-9]+$"
 
 

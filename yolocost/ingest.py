@@ -53,6 +53,8 @@ def month_window(config: Config, month: str) -> tuple[dt.datetime, dt.datetime]:
         raise YolocostError(f"--month must read YYYY-MM, got {month!r}")
     tz = ZoneInfo(config.timezone)
     y, m = int(month[:4]), int(month[5:])
+    if not 1970 <= y <= 9998:
+        raise YolocostError(f"--month must be a month from 1970-01 to 9998-12, got {month!r}")
     start = dt.datetime(y, m, 1, tzinfo=tz)
     end = dt.datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=tz)
     return start.astimezone(UTC), end.astimezone(UTC)
@@ -96,6 +98,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         with db.writing(config.database, config.memory_limit) as con:
             rows = _stage_usage(con, config, fetched.usage)
             fetched.usage = None  # the rows live in DuckDB now: free the arrays before the build
+            _check_nothing_lost(con, start, end, fetcher.where, progress)
             jobs = _stage_jobs(con, config, fetched.attribution)
             _stage(con, "training_progress", fetched.progress)
             _stage(con, "job_results", fetched.results)
@@ -583,6 +586,31 @@ def _registered(con: duckdb.DuckDBPyConnection, name: str, data: Columns):
     finally:
         with contextlib.suppress(duckdb.Error):
             con.unregister(name)
+
+
+def _check_nothing_lost(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetime, where: str,
+                        progress: Progress) -> None:
+    """Replacing the window must not delete stored intervals that Prometheus no longer holds
+    (its retention is shorter than the window, an outage, another server): refuse, naming them.
+    A window whose first part Prometheus does not hold, and the database neither, is said."""
+    n, first, last, rows = con.execute("""
+        SELECT count(DISTINCT interval_start), min(interval_start), max(interval_start), count(*) FROM gpu_usage
+        WHERE interval_start >= ? AND interval_start < ?
+          AND interval_start NOT IN (SELECT interval_start FROM incoming_gpu_usage)
+    """, [start, end]).fetchone()
+    if n:
+        raise DataError(
+            f"Prometheus at {where} returned no GPU samples for {n:,} interval(s) of the window, from "
+            f"{first:%Y-%m-%dT%H:%MZ} to {last:%Y-%m-%dT%H:%MZ}, for which the database holds {rows:,} usage rows; "
+            "replacing the window would delete them (is its retention shorter than the window?). "
+            "Ingest a window it still holds (--start/--end) instead"
+        )
+    earliest = con.execute("SELECT min(interval_start) FROM incoming_gpu_usage").fetchone()[0]
+    if earliest is None:
+        progress(f"warning: Prometheus at {where} holds no GPU samples in the window")
+    elif earliest > start + dt.timedelta(hours=1):
+        progress(f"warning: Prometheus at {where} holds no GPU samples from {start:%Y-%m-%d %H:%M} to "
+                 f"{earliest:%Y-%m-%d %H:%M} UTC: the window's figures start there")
 
 
 def _check_scrape_interval(rows: Columns, config: Config, where: str) -> None:

@@ -73,6 +73,9 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     missing = [c for c in _REQUIRED[table] if c not in present]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
+    unknown = sorted(present - set(types))
+    if unknown:  # a misspelt optional column would otherwise load as all NULL, silently
+        raise DataError(f"{path}: unknown column(s) {', '.join(unknown)} (a {table} file has {', '.join(types)})")
     cast = {c: f"TRY_CAST({_q(c)} AS {t})" for c, t in types.items() if c in present}
     not_null = [c for c in _REQUIRED[table] if c not in _NULLABLE.get(table, ())]
     # one scan: values a cast would lose, then required values that are null (or lost)

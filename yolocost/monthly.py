@@ -16,7 +16,7 @@ from . import db
 from .config import Config
 from .finance import FinanceExport, export_finance
 from .ingest import IngestResult, ingest, month_window
-from .report import ReportResult, render_reports
+from .report import ReportResult, preflight, render_reports
 
 Progress = Callable[[str], None]
 
@@ -42,6 +42,7 @@ def run_monthly(config: Config, month: str | None = None, formats: str = "html,p
     """Ingest, report and export one month (default: the previous one) under one lock."""
     month = month or previous_month(config)
     start, end = month_window(config, month)
+    preflight(config, formats)  # a run that cannot render must not ingest first
     with db.exclusive(config.database, f"monthly {month}"):
         progress(f"monthly {month}: ingest")
         ingested = ingest(config, start, end, progress, lock=False)

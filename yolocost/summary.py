@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from . import db
+from . import db, finance
 from .config import Config
 from .templating import environment, template_errors
 
@@ -27,6 +27,11 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
             "ORDER BY bucket = 'project' DESC, bucket = 'unallocated', cost DESC, project",
             [month],
         )
+        # money as the finance CSV bills it: each project rounded so that they add up to the total
+        billed = finance.project_totals_cents(con, month) if cluster else {}
+        for p in projects:
+            p["billed_cost"] = billed.get(p["project"])
+        billed_total = finance.total_cents(con, month) if cluster else None
     finally:
         con.close()
     with template_errors():
@@ -34,6 +39,7 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
             month=month,
             cluster=cluster[0] if cluster else None,
             projects=projects,
+            billed_total=billed_total,
             currency=config.currency,
             cluster_name=config.cluster,
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -86,10 +86,12 @@ RUNNER_TARGETS = ('instance="h1:9101",job="bench"', 'instance="h1:9101",job="ben
 
 
 def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tuple[str, ...] = (),
-                results: dict[str, float] = RESULTS, job_info_extra: str = "", uuid: bool = True) -> str:
+                results: dict[str, float] = RESULTS, job_info_extra: str = "", uuid: bool = True,
+                from_sample: int = 0) -> str:
     """The fixture hour as OpenMetrics text: each family declared as a gauge, series ascending;
     with `training_targets`, job j2's training progress (and `results`) as scraped by each of
-    them; `job_info_extra` adds labels to j2's job-info; without `uuid` no series names its GPU."""
+    them; `job_info_extra` adds labels to j2's job-info; without `uuid` no series names its GPU;
+    `from_sample` leaves out the samples before it (a server that no longer holds them)."""
     gpu_a = f'gpu="0",UUID="GPU-aaa",device="nvidia0",modelName="{MODEL}",Hostname="h1",instance="h1:9400",job="dcgm"'
     gpu_b = f'gpu="1",UUID="GPU-bbb",device="nvidia1",modelName="{MODEL}",hostname="h1",instance="h1:9400",job="dcgm"'
     pod = ',namespace="ns",pod="p1",container="train"'
@@ -109,7 +111,7 @@ def openmetrics(*, energy: bool = True, util: bool = True, training_targets: tup
     def family(name: str, series: list[tuple[str, range, object]]) -> None:
         lines.append(f"# TYPE {name} gauge")
         for labels, ks, value in series:
-            for k in ks:
+            for k in (k for k in ks if k >= from_sample):
                 v = value(k) if callable(value) else value
                 lines.append(f"{name}{{{labels}}} {v:.17g} {sample_time(k):.3f}")
 
@@ -150,6 +152,7 @@ VARIANTS = {
     "odd_values": {"training_targets": RUNNER_TARGETS[:1], "results": {**RESULTS, "map50": math.nan},
                    "job_info_extra": ',epochs="99999999999",imgsz="640"'},
     "no_uuid": {"uuid": False},
+    "second_half_only": {"from_sample": HALF},
 }
 
 

@@ -8,6 +8,8 @@ are exactly what they were.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import http.server
 import os
 import re
@@ -181,6 +183,25 @@ def test_scrape_slower_than_configured(yc, prior_db, h, prom):
 
 
 # ---- 6. a metric missing entirely
+
+
+def test_stored_intervals_the_server_no_longer_holds_are_not_deleted(yc, prior_db, h, prometheus, tmp_path):
+    """The database holds the whole hour; this server only its second half (as a Prometheus
+    whose retention has passed the first): replacing the window would delete 30 minutes of
+    stored usage, so it is refused. Into an empty database the same server's data go, with
+    a warning that the window starts later."""
+    server = prometheus("second_half_only")
+    with h.unchanged(prior_db):
+        result = yc.ingest(yc.config(server.url), prior_db)
+    first = h.DATA_START.strftime("%Y-%m-%dT%H:%MZ")
+    last = (h.DATA_START + dt.timedelta(minutes=25)).strftime("%Y-%m-%dT%H:%MZ")
+    h.assert_one_line_error(result, f"returned no GPU samples for 6 interval(s) of the window, from {first} to {last}",
+                            "holds 12 usage rows", "would delete them")
+    empty = tmp_path / "empty.duckdb"
+    result = yc.ingest(yc.config(server.url), empty)
+    h.assert_ok(result)
+    assert "warning: Prometheus at" in result.stderr and "the window's figures start there" in result.stderr
+    assert h.query(empty, "SELECT count(*) FROM gpu_usage") == [(12,)]
 
 
 def test_no_uuid_label(yc, prior_db, h, prometheus):

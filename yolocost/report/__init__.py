@@ -179,6 +179,36 @@ def _report_done(paths: Iterable[Path], result: ReportResult, progress: Progress
         progress(f"wrote {path}")
 
 
+def preflight(config: Config, formats: Sequence[str] | str = FORMATS,
+              templates_dir: Path | None = None) -> tuple[list[str], Path | None, str | None]:
+    """Check everything rendering needs before anything is written (or, for `monthly`, before
+    the ingest): the formats, the templates folder, the output folder, Chromium and WeasyPrint
+    for PDFs. Returns the formats, the templates folder and Chromium's path."""
+    formats = parse_formats(formats)
+    templates = Path(templates_dir) if templates_dir else config.templates_dir
+    if templates is not None and not Path(templates).is_dir():
+        raise YolocostError(f"{templates}: templates folder not found")
+    _check_writable(Path(config.report_dir))
+    chromium = None
+    if "pdf" in formats:  # fail before writing anything, and before starting a browser
+        from . import pdf
+
+        chromium = pdf.find_chromium()
+        pdf.check_weasyprint()
+    return formats, templates, chromium
+
+
+def _check_writable(folder: Path) -> None:
+    """The folder, or the nearest part of its path that exists, is a folder we may write in
+    (checked without creating anything: a refused run writes nothing)."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not a folder" if not existing.is_dir() else "is not writable"
+        raise YolocostError(f"{folder}: cannot write reports there ({existing} {what})")
+
+
 def render_reports(
     config: Config,
     month: str,
@@ -189,16 +219,7 @@ def render_reports(
 ) -> ReportResult:
     """Render the month's reports for the audiences in the formats; returns what was written."""
     data.check_month(month)
-    formats = parse_formats(formats)
-    templates = Path(templates_dir) if templates_dir else config.templates_dir
-    if templates is not None and not Path(templates).is_dir():
-        raise YolocostError(f"{templates}: templates folder not found")
-    chromium = None
-    if "pdf" in formats:  # fail before writing anything, and before starting a browser
-        from . import pdf
-
-        chromium = pdf.find_chromium()
-        pdf.check_weasyprint()
+    formats, templates, chromium = preflight(config, formats, templates_dir)
 
     con = db.connect(config.database, read_only=True)
     try:
@@ -216,7 +237,10 @@ def render_reports(
         con.close()
 
     folder = Path(config.report_dir) / month
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise YolocostError(f"{folder}: cannot create the month's reports folder: {exc.strerror}") from None
     env = environment(templates)
     with template_errors():
         page = env.get_template("report.html")
