@@ -1,5 +1,5 @@
 -- title: Top idle wasters
--- description: Jobs whose GPUs sat under the idle threshold (default 5 % utilization) longest in the month, with what that idle time cost and the job's overall density.
+-- description: Jobs whose idle GPU time (under the idle threshold, default 5 % utilization) cost the most in the month, with its hours and the job's overall density.
 -- param: month MONTH: the month, YYYY-MM
 -- param: limit INTEGER = 20: how many jobs
 SELECT

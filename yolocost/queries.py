@@ -172,7 +172,7 @@ def run(database: Path, query: Query, params: dict[str, str], *, write: bool = F
 
 # --------------------------------------------------------------------------- output
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")  # OWASP's list, and LF and NUL that some readers skip
 
 
 def csv_safe(value: Any) -> Any:

@@ -29,6 +29,12 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=False)
 
 
+def esc_in_template(value: Any) -> str:
+    """A label written into a hovertemplate: as `esc`, with `%` as an HTML entity, so that a
+    label such as `%{x}` shows as written instead of being filled in by plotly.js."""
+    return esc(value).replace("%", "&#37;")
+
+
 def _f(value) -> float:
     return 0.0 if value is None else float(value)
 
@@ -71,7 +77,7 @@ def daily(section: dict, currency: str, colors: dict[str, str] | None = None) ->
     for (bucket, name), by_day in sorted(series.items(), key=lambda kv: (kv[0][0] != "project", kv[0][1])):
         fig.add_bar(x=[f"{d} 12:00" for d in days], y=[by_day.get(d, 0.0) for d in days], name=esc(name), width=DAY_MS * 0.8,
                     marker_color=BUCKET_COLORS.get(bucket, colors.get(name)),
-                    hovertemplate=f"%{{x|%a %d %b}}<br>{esc(name)}: %{{y:,.2f}} {currency}<extra></extra>")
+                    hovertemplate=f"%{{x|%a %d %b}}<br>{esc_in_template(name)}: %{{y:,.2f}} {currency}<extra></extra>")
     _layout(fig, f"Cost per day by {section['series_label']} ({currency})", 380, barmode="stack")
     # the whole month, a tick a week, whatever days had usage
     fig.update_xaxes(type="date", tickformat="%d %b", dtick=7 * DAY_MS, tick0=section["first_day"],
@@ -202,7 +208,7 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
             name=esc(model), marker={"color": colors[model], "size": [8 + 3 * min(r["runs"], 6) for r in mine],
                                      "line": {"width": 0.5, "color": "#ffffff"}},
             customdata=[[esc(r["image_tag"]), r["runs"], _f(r["cost_per_map50_point"])] for r in mine],
-            hovertemplate=(esc(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
+            hovertemplate=(esc_in_template(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
                            f"%{{x:,.2f}} {currency} per run, %{{customdata[2]:,.2f}} {currency} per mAP point"
                            "<extra></extra>"))
     _layout(fig, "Value: mAP50 against cost per run", 380,
@@ -253,7 +259,7 @@ def unallocated(section: dict) -> go.Figure | None:
         mine = {h["hostname"]: h for h in hosts if h["gpu_model"] == model}
         fig.add_bar(x=[esc(n) for n in order], y=[_f(mine[n]["unallocated_gpu_hours"]) if n in mine else 0 for n in order],
                     name=esc(model), marker_color=colors[model],
-                    hovertemplate="%{x}: %{y:,.1f} unallocated GPU-hours<extra>" + esc(model) + "</extra>")
+                    hovertemplate="%{x}: %{y:,.1f} unallocated GPU-hours<extra>" + esc_in_template(model) + "</extra>")
     _layout(fig, "Unallocated GPU-hours by host", 340, barmode="stack")
     fig.update_yaxes(title_text="GPU-hours")
     return fig
