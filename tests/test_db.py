@@ -8,7 +8,8 @@ from yolocost import db
 def test_writes_run_on_one_thread_and_reads_on_all(tmp_path):
     path = tmp_path / "t.duckdb"
     with db.writing(path) as con:
-        assert con.execute("SELECT current_setting('threads')").fetchone()[0] == db.WRITE_THREADS == 1
+        assert con.execute("SELECT current_setting('threads')").fetchone()[0] == db.WRITE_SETTINGS["threads"] == 1
+        assert con.execute("SELECT current_setting('write_buffer_row_group_count')").fetchone()[0] == 1
     con = db.connect(path, read_only=True)
     try:
         import duckdb

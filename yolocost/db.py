@@ -15,7 +15,7 @@ from .resources import SQL_DIR
 
 
 def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,
-            memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+            memory_limit: str | None = None, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database; a missing file in read-only mode or a held lock is a clean error.
 
     `sandboxed` also denies access to any other file (COPY TO, read_csv, ATTACH, ...), so
@@ -29,8 +29,7 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
         options = {"enable_external_access": False} if sandboxed else {}
         if memory_limit:
             options["memory_limit"] = memory_limit
-        if threads:
-            options["threads"] = threads
+        options.update(settings or {})
         con = duckdb.connect(str(path), read_only=read_only, config=options)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
@@ -57,14 +56,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 # "Corrupted ALP/bitpacking segment") while the models are rebuilt in the transaction that
 # has just replaced a large window of rows: replacing all of October in the sample month's
 # database crashed 4 of 25 runs with 2 threads and none of 32 with one. The build takes
-# about 1.4 times as long; reading (reports, queries) keeps every thread.
-WRITE_THREADS = 1
+# about 1.4 times as long; reading (reports, queries) keeps every thread. On one thread
+# DuckDB keeps a transaction's new rows in memory until 5 row groups have piled up; writing
+# each row group out as it fills keeps the models a transaction builds off the heap.
+WRITE_SETTINGS = {"threads": 1, "write_buffer_row_group_count": 1}
 
 
 @contextlib.contextmanager
 def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection with the raw tables in place, inside one transaction."""
-    con = connect(path, memory_limit=memory_limit, threads=WRITE_THREADS)
+    con = connect(path, memory_limit=memory_limit, settings=WRITE_SETTINGS)
     try:
         create_schema(con)
         with transaction(con):
