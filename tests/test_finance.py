@@ -115,7 +115,7 @@ def test_three_projects_at_a_third_of_a_cent_each(built_db):
     assert sum(round_cents(v) for v in exact.values()) == D("0.00")  # why reports must not round alone
 
 
-def hierarchy_db(built_db, **kwargs):
+def hierarchy_db(built_db, prices=(("A100", "0.06"), ("T4", "0.084")), **kwargs):
     """p1: 2026-03-02 A100 0.005 + T4 0.007, 2026-03-03 A100 0.005 = 0.017
     p2: 2026-03-02 A100, three rows = 0.015
     (unallocated): 2026-03-02 T4 0.007                     month total 0.039
@@ -129,7 +129,35 @@ def hierarchy_db(built_db, **kwargs):
     ]
     jobs = [job_row("j1", project="p1", user="alice.secret", image_tag="train-yolov8-medium-cu118"),
             job_row("j2", project="p2", user="bob.hidden", image_tag="latest")]
-    return built_db(usage, jobs=jobs, prices=[("A100", "0.06"), ("T4", "0.084")], **kwargs)
+    return built_db(usage, jobs=jobs, prices=list(prices), **kwargs)
+
+
+def test_a_currency_without_cents_is_billed_in_whole_units(built_db):
+    """The hierarchy above in yen, a hundred times dearer: rows 0.55, 0.7, 0.55 (p1, 1.8),
+    1.65 (p2), 0.7 (unallocated), 4.15 in all. Rounded to whole yen: the total 4; projects
+    floored 1 + 1 + 0 take the two missing yen by largest remainder, p1 (0.8) and
+    (unallocated) (0.7); p1's rows take theirs by remainder, the T4 row (0.7) and the first
+    A100 row (0.55, ahead of the equal later one)."""
+    db = hierarchy_db(built_db, prices=(("A100", "6.6"), ("T4", "8.4")), cluster={"currency": "JPY"})
+    _, _, rows = export(db, "2026-03")
+    got = [(r["SubAccountId"], r["x_ChargeDate"], r["SkuId"], r["BilledCost"], r["BillingCurrency"]) for r in rows]
+    assert got == [
+        ("p1", "2026-03-02", "A100", "1", "JPY"),
+        ("p1", "2026-03-02", "T4", "1", "JPY"),
+        ("p1", "2026-03-03", "A100", "0", "JPY"),
+        ("p2", "2026-03-02", "A100", "1", "JPY"),
+        ("(unallocated)", "2026-03-02", "T4", "1", "JPY"),
+    ]
+    projects, total = totals(db, "2026-03")
+    assert projects == {"p1": D("2"), "p2": D("1"), "(unallocated)": D("1")} and total == D("4")
+
+
+def test_a_currency_with_three_decimals_is_billed_in_thousandths(built_db):
+    """The same rows in KWD (fils, 3 decimals): 0.0005 per A100 row, 0.0007 per T4 row."""
+    db = hierarchy_db(built_db, prices=(("A100", "0.006"), ("T4", "0.0084")), cluster={"currency": "KWD"})
+    _, _, rows = export(db, "2026-03")
+    assert [r["BilledCost"] for r in rows] == ["0.001", "0.001", "0.000", "0.001", "0.001"]
+    assert totals(db, "2026-03") == ({"p1": D("0.002"), "p2": D("0.001"), "(unallocated)": D("0.001")}, D("0.004"))
 
 
 def test_rows_are_rounded_within_their_project_and_projects_within_the_total(built_db):

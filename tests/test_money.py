@@ -194,3 +194,14 @@ def test_allocate_checks_its_arguments():
     with pytest.raises(ValueError):
         allocate(cents("1", "2"), ["a"])
     assert allocate([], []) == Allocation([], {}, D("0.00"))
+
+
+def test_the_minor_unit_follows_the_currency():
+    from yolocost.money import minor_unit
+    from yolocost.templating import environment
+
+    assert [minor_unit(c) for c in ("EUR", "USD", "JPY", "krw", "KWD", "CLF")] == [2, 2, 0, 0, 3, 4]
+    assert to_cents([Decimal("0.4")] * 3, places=0) == [Decimal("1"), Decimal("0"), Decimal("0")]
+    shown = {c: environment(currency=c).from_string("{{ v | money }}").render(v=Decimal("1083333.335"))
+             for c in ("EUR", "JPY", "KWD")}
+    assert shown == {"EUR": "1,083,333.34", "JPY": "1,083,333", "KWD": "1,083,333.335"}

@@ -6,7 +6,8 @@ without a project label (SubAccountId `(unlabeled)`) and for capacity nobody hel
 mart_finance_daily (the rows of mart_daily with the image tags, cluster, time zone and
 currency). No user or job names are written.
 
-Cents. The marts keep money exact; the CSV's BilledCost is rounded with money.allocate:
+Cents (the currency's minor unit: whole yen for JPY, thousandths for KWD; yolocost.money).
+The marts keep money exact; the CSV's BilledCost is rounded with money.allocate:
 each project's month total is rounded first (largest remainder over the projects, so the
 projects add up to the cluster total rounded half up), then spread over the project's day x
 GPU model rows (largest remainder within the project). Reports that print per-project totals
@@ -69,7 +70,7 @@ import duckdb
 from . import db
 from .config import Config
 from .errors import YolocostError
-from .money import allocate
+from .money import allocate, minor_unit
 from .queries import csv_safe
 
 FOCUS_MANDATORY_COLUMNS = (
@@ -189,7 +190,7 @@ def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
     rows = [DailyRow(*r[:14]) for r in records]
     # the order fixes the tie-breaking of the rounding, so it is total and independent of DuckDB
     rows.sort(key=lambda r: (BUCKET_ORDER.get(r.bucket, 9), r.bucket, r.project, r.day, r.gpu_model))
-    allocation = allocate([r.cost for r in rows], [r.project for r in rows])
+    allocation = allocate([r.cost for r in rows], [r.project for r in rows], minor_unit(currency))
     exact_total = sum((r.cost for r in rows), Decimal(0))
     return MonthCents(month, cluster, timezone, currency, tuple(rows), tuple(allocation.parts),
                       dict(allocation.groups), allocation.total, exact_total)
@@ -263,7 +264,7 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
     period_end = _utc(dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz))
     out = []
     for row, cents in zip(data.rows, data.cents):
-        billed = _fixed(cents, Decimal("0.01"))
+        billed = _fixed(cents, Decimal(1).scaleb(-minor_unit(data.currency)))
         hours = _fixed(Decimal(row.gpu_seconds) / Decimal(3600), _MICRO)
         held = row.bucket != "unallocated"
         out.append({

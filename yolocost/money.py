@@ -17,6 +17,9 @@ through the functions here:
   group's printed total, and the groups (and all rows) add up to the rounded grand total.
 
 Only Decimal and int amounts are accepted: a float is a rounding error already made.
+
+"Cent" stands for the currency's minor unit: every function takes `places`, the number of
+decimals of that unit (`minor_unit(currency)`: 2 for most, 0 for JPY or KRW, 3 for KWD).
 """
 
 from __future__ import annotations
@@ -27,6 +30,19 @@ from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Hashable, Sequence
 
 CENT = Decimal("0.01")
+
+# ISO 4217 currencies whose minor unit is not a hundredth (the list's current codes)
+_MINOR_UNITS = {
+    **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI",
+                     "VND", "VUV", "XAF", "XOF", "XPF"), 0),
+    **dict.fromkeys(("BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"), 3),
+    **dict.fromkeys(("CLF", "UYW"), 4),
+}
+
+
+def minor_unit(currency: str) -> int:
+    """Decimals of the currency's smallest unit: 2, or 0 (JPY), 3 (KWD), 4 (CLF)."""
+    return _MINOR_UNITS.get(currency.upper(), 2)
 
 # Decimal arithmetic is exact only within the context precision (28 digits by default);
 # money in the marts has up to 38, and sums of many rows more: compute with room to spare.
@@ -42,20 +58,20 @@ def _exact(amount) -> Decimal:
     return value
 
 
-def _in_cents(amount) -> Decimal:
+def _in_cents(amount, places: int = 2) -> Decimal:
     """The amount counted in cents, exactly (1.234 -> 123.4)."""
-    return _CONTEXT.multiply(_exact(amount), Decimal(100))
+    return _CONTEXT.multiply(_exact(amount), Decimal(10) ** places)
 
 
-def _cents_value(cents: int) -> Decimal:
-    """An integer number of cents as money with two decimals (123 -> 1.23, 0 -> 0.00)."""
-    return _CONTEXT.multiply(Decimal(cents), CENT)
+def _cents_value(cents: int, places: int = 2) -> Decimal:
+    """An integer number of cents as money with `places` decimals (123 -> 1.23, 0 -> 0.00)."""
+    return _CONTEXT.multiply(Decimal(cents), Decimal(1).scaleb(-places))
 
 
-def round_cents(amount: Decimal | int) -> Decimal:
+def round_cents(amount: Decimal | int, places: int = 2) -> Decimal:
     """One amount rounded to the cent, half up (away from zero): 0.005 -> 0.01."""
-    cents = int(_in_cents(amount).to_integral_value(rounding=ROUND_HALF_UP))
-    return _cents_value(cents)
+    cents = int(_in_cents(amount, places).to_integral_value(rounding=ROUND_HALF_UP))
+    return _cents_value(cents, places)
 
 
 def _sum(values: Sequence[Decimal]) -> Decimal:
@@ -65,15 +81,15 @@ def _sum(values: Sequence[Decimal]) -> Decimal:
     return total
 
 
-def _largest_remainder(amounts: Sequence[Decimal | int], target_cents: int) -> list[int]:
+def _largest_remainder(amounts: Sequence[Decimal | int], target_cents: int, places: int = 2) -> list[int]:
     """Integer cents per amount adding up to target_cents, each the amount's floor or one more."""
-    scaled = [_in_cents(a) for a in amounts]
+    scaled = [_in_cents(a, places) for a in amounts]
     floors = [int(s.to_integral_value(rounding=ROUND_FLOOR)) for s in scaled]
     extra = target_cents - sum(floors)
     if not 0 <= extra <= len(amounts):
         raise ValueError(
-            f"cannot round {len(amounts)} amounts to a total of {_cents_value(target_cents)}: "
-            f"their floors add up to {_cents_value(sum(floors))}"
+            f"cannot round {len(amounts)} amounts to a total of {_cents_value(target_cents, places)}: "
+            f"their floors add up to {_cents_value(sum(floors), places)}"
         )
     # largest remainder first; equal remainders: the earlier position first
     order = sorted(range(len(amounts)), key=lambda i: (-(scaled[i] - floors[i]), i))
@@ -83,7 +99,7 @@ def _largest_remainder(amounts: Sequence[Decimal | int], target_cents: int) -> l
     return cents
 
 
-def to_cents(amounts: Sequence[Decimal | int]) -> list[Decimal]:
+def to_cents(amounts: Sequence[Decimal | int], places: int = 2) -> list[Decimal]:
     """Round each amount to the cent so that the parts add up to round_cents(sum(amounts)).
 
     Largest-remainder method, ties broken by position (earlier first):
@@ -92,11 +108,11 @@ def to_cents(amounts: Sequence[Decimal | int]) -> list[Decimal]:
     gets the cent.
     """
     amounts = list(amounts)
-    target = int(_in_cents(_sum([_exact(a) for a in amounts])).to_integral_value(rounding=ROUND_HALF_UP))
-    return [_cents_value(c) for c in _largest_remainder(amounts, target)]
+    target = int(_in_cents(_sum([_exact(a) for a in amounts]), places).to_integral_value(rounding=ROUND_HALF_UP))
+    return [_cents_value(c, places) for c in _largest_remainder(amounts, target, places)]
 
 
-def distribute(amounts: Sequence[Decimal | int], total: Decimal | int) -> list[Decimal]:
+def distribute(amounts: Sequence[Decimal | int], total: Decimal | int, places: int = 2) -> list[Decimal]:
     """Round each amount to the cent so that the parts add up to `total` (already in cents).
 
     Largest-remainder method as in to_cents, but towards a given total, e.g. a group's share
@@ -104,9 +120,9 @@ def distribute(amounts: Sequence[Decimal | int], total: Decimal | int) -> list[D
     to a neighbouring cent (ValueError otherwise).
     """
     total = _exact(total)
-    if total != total.quantize(CENT):
+    if total != total.quantize(Decimal(1).scaleb(-places)):
         raise ValueError(f"total {total} is not a whole number of cents")
-    return [_cents_value(c) for c in _largest_remainder(list(amounts), int(_in_cents(total)))]
+    return [_cents_value(c, places) for c in _largest_remainder(list(amounts), int(_in_cents(total, places)), places)]
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,7 @@ class Allocation:
     total: Decimal
 
 
-def allocate(amounts: Sequence[Decimal | int], keys: Sequence[Hashable]) -> Allocation:
+def allocate(amounts: Sequence[Decimal | int], keys: Sequence[Hashable], places: int = 2) -> Allocation:
     """Round a two-level hierarchy to cents consistently: rows (`amounts`) grouped by `keys`.
 
     First the groups' exact totals are rounded with to_cents (largest remainder over the
@@ -140,10 +156,10 @@ def allocate(amounts: Sequence[Decimal | int], keys: Sequence[Hashable]) -> Allo
     for i, key in enumerate(keys):
         members.setdefault(key, []).append(i)
     group_exact = [_sum([amounts[i] for i in idx]) for idx in members.values()]
-    group_cents = to_cents(group_exact)
-    parts: list[Decimal] = [Decimal("0.00")] * len(amounts)
+    group_cents = to_cents(group_exact, places)
+    parts: list[Decimal] = [_cents_value(0, places)] * len(amounts)
     for idx, cents in zip(members.values(), group_cents):
-        for i, part in zip(idx, distribute([amounts[i] for i in idx], cents)):
+        for i, part in zip(idx, distribute([amounts[i] for i in idx], cents, places)):
             parts[i] = part
     groups = dict(zip(members, group_cents))
-    return Allocation(parts, groups, _cents_value(int(_in_cents(_sum(group_cents)))))
+    return Allocation(parts, groups, _cents_value(int(_in_cents(_sum(group_cents), places)), places))

@@ -35,7 +35,7 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
     finally:
         con.close()
     with template_errors():
-        html = environment(config.templates_dir).get_template("summary.html").render(
+        html = environment(config.templates_dir, config.currency).get_template("summary.html").render(
             month=month,
             cluster=cluster[0] if cluster else None,
             projects=projects,

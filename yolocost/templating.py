@@ -13,15 +13,17 @@ from typing import Iterator
 import jinja2
 
 from .errors import YolocostError
+from .money import minor_unit
 from .resources import shipped_dir
 
 
-def money(value, currency: str = "") -> str:
-    """Round half-up to cents only for display; the stored figure keeps its decimals."""
+def money(value, currency: str = "", places: int = 2) -> str:
+    """Round half-up to the currency's minor unit only for display; the stored figure keeps
+    its decimals."""
     if value is None:
         return ""
-    amount = decimal.Decimal(str(value)).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP)
-    return f"{amount:,.2f}" + (f" {currency}" if currency else "")
+    amount = decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_UP)
+    return f"{amount:,.{places}f}" + (f" {currency}" if currency else "")
 
 
 def number(value, digits: int = 1) -> str:
@@ -32,7 +34,9 @@ def percent(value, digits: int = 1) -> str:
     return "" if value is None else f"{float(value) * 100:.{digits}f} %"
 
 
-def environment(user_dir: Path | None = None) -> jinja2.Environment:
+def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Environment:
+    """Templates from `user_dir` first, then the shipped ones; `| money` shows amounts with
+    the decimals of `currency`'s minor unit."""
     loaders = [jinja2.FileSystemLoader(str(user_dir))] if user_dir else []
     loaders.append(jinja2.FileSystemLoader(str(shipped_dir("templates"))))
     env = jinja2.Environment(
@@ -42,7 +46,8 @@ def environment(user_dir: Path | None = None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(money=money, number=number, percent=percent)
+    places = minor_unit(currency) if currency else 2
+    env.filters.update(money=lambda value, currency="": money(value, currency, places), number=number, percent=percent)
     return env
 
 

@@ -241,7 +241,7 @@ def render_reports(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise YolocostError(f"{folder}: cannot create the month's reports folder: {exc.strerror}") from None
-    env = environment(templates)
+    env = environment(templates, config.currency)
     with template_errors():
         page = env.get_template("report.html")
     result = ReportResult(month, folder, audiences=chosen, formats=formats)

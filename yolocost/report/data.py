@@ -17,6 +17,8 @@ templates' `money` filter. Hours, densities and shares are floats.
 
 from __future__ import annotations
 
+import contextvars
+
 import datetime as dt
 import re
 from decimal import Decimal
@@ -72,13 +74,18 @@ def _dec(value) -> Decimal:
     return Decimal(0) if value is None else Decimal(value)
 
 
+# decimals of the report currency's minor unit, set by `collect` for the sections it reads
+_places: contextvars.ContextVar[int] = contextvars.ContextVar("places", default=2)
+
+
 def _cents(items: list[dict], key: str, out: str, total: Decimal | None = None) -> None:
     """Round items[key] to cents into items[out] so that they add up: to `total` (already in
     cents) when given, else to the rounded sum. Largest remainder (yolocost.money)."""
     if not items:
         return
     amounts = [_dec(i[key]) for i in items]
-    parts = money.to_cents(amounts) if total is None else money.distribute(amounts, total)
+    places = _places.get()
+    parts = money.to_cents(amounts, places) if total is None else money.distribute(amounts, total, places)
     for item, part in zip(items, parts):
         item[out] = part
 
@@ -450,8 +457,10 @@ def unallocated(con, month: str, totals: dict[str, Decimal]) -> dict:
 
 def actions(report: dict, project: str | None, currency: str) -> list[dict]:
     """A short list of things to do, each derived from the figures of the other sections."""
+    places = money.minor_unit(currency)
+
     def cash(value) -> str:
-        return f"{money.round_cents(_dec(value)):,.2f} {currency}"
+        return f"{money.round_cents(_dec(value), places):,.{places}f} {currency}"
 
     out = []
     jobs = report["idle_waste"]["jobs"][:3]
@@ -483,8 +492,8 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
     if len(board) >= 2:
         best, worst = board[0], board[-1]
         out.append({"title": f"Prefer {best['model_type']} on {best['image_tag']} for value",
-                    "detail": f"{best['cost_per_map50_point']:,.2f} {currency} per mAP50 point against "
-                              f"{worst['cost_per_map50_point']:,.2f} {currency} for {worst['model_type']} on "
+                    "detail": f"{best['cost_per_map50_point']:,.{places}f} {currency} per mAP50 point against "
+                              f"{worst['cost_per_map50_point']:,.{places}f} {currency} for {worst['model_type']} on "
                               f"{worst['image_tag']}."})
     if project is None and report.get("unallocated") and report["unallocated"]["hosts"]:
         un = report["unallocated"]
@@ -501,6 +510,14 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
 
 def collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
     """Every section of one audience's report."""
+    token = _places.set(money.minor_unit(currency))
+    try:
+        return _collect(con, month, project, timezone=timezone, grain_seconds=grain_seconds, currency=currency)
+    finally:
+        _places.reset(token)
+
+
+def _collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
     tz = ZoneInfo(timezone)
     totals = printed_totals(con, month, project)
     report: dict[str, Any] = {
