@@ -55,7 +55,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 # Writes run on one thread. With more, DuckDB 2.0.0 crashes now and then (a segfault, or
 # "Corrupted ALP/bitpacking segment") while the models are rebuilt in the transaction that
 # has just replaced a large window of rows: replacing all of October in the sample month's
-# database crashed 4 of 25 runs with 2 threads and none of 32 with one. The build takes
+# database crashed 4 of 25 runs with 2 threads and none of 46 with one. The build takes
 # about 1.4 times as long; reading (reports, queries) keeps every thread. On one thread
 # DuckDB keeps a transaction's new rows in memory until 5 row groups have piled up; writing
 # each row group out as it fills keeps the models a transaction builds off the heap.

@@ -262,9 +262,10 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
     year, mon = (int(x) for x in data.month.split("-"))
     period_start = _utc(dt.datetime(year, mon, 1, tzinfo=tz))
     period_end = _utc(dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz))
+    cent = Decimal(1).scaleb(-minor_unit(data.currency))
     out = []
     for row, cents in zip(data.rows, data.cents):
-        billed = _fixed(cents, Decimal(1).scaleb(-minor_unit(data.currency)))
+        billed = _fixed(cents, cent)
         hours = _fixed(Decimal(row.gpu_seconds) / Decimal(3600), _MICRO)
         held = row.bucket != "unallocated"
         out.append({

@@ -501,15 +501,12 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
     held = np.bincount(groups, samples, n).astype(np.float64, copy=False)
     gpu_interval = keys // (len(owner_code) + 1)
     seconds_us = _owner_seconds_us(gpu_interval, held, scrape)
-    row_series = sid[first]
+    row_series = sid[first]  # each row's strings are those of the first series it was summed from
     rows = {
         "interval_start": points.start + step[first] * grain,
-        "gpu_uuid": _objects([g.gpu_uuid if g else None for g in gpus])[row_series],
+        **{name: _objects([getattr(g, name) if g else None for g in gpus])[row_series]
+           for name in ("gpu_uuid", "hostname", "gpu_index", "gpu_model", "mig_profile")},
         "job_id": _objects(owners)[row_series],
-        "hostname": _objects([g.hostname if g else None for g in gpus])[row_series],
-        "gpu_index": _objects([g.gpu_index if g else None for g in gpus])[row_series],
-        "gpu_model": _objects([g.gpu_model if g else None for g in gpus])[row_series],
-        "mig_profile": _objects([g.mig_profile if g else None for g in gpus])[row_series],
         "gpu_interval": gpu_interval,  # for checks; not stored
         "samples": held,
         "seconds_us": seconds_us,
@@ -550,29 +547,20 @@ def _owner_seconds_us(gpu_interval: np.ndarray, samples: np.ndarray, scrape: int
 def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) -> int:
     """`incoming_gpu_usage` (raw rows, in order) from the grouped sums. Returns its row count."""
     scrape = config.prometheus.scrape_interval_seconds
-    with _registered(con, "grouped_rows", rows):
-        # one CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
-        # a temp table created earlier in the same transaction (seen above ~100k rows)
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE incoming_gpu_usage AS
-            WITH timed AS (
-                SELECT *, (seconds_us * 0.000001)::DECIMAL(12, 6) AS seconds,
-                       least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS busy_seconds
-                FROM grouped_rows
-            )
-            SELECT to_timestamp(interval_start) AS interval_start, ?::VARCHAR AS cluster,
-                   hostname::VARCHAR AS hostname, gpu_uuid::VARCHAR AS gpu_uuid, gpu_index::INTEGER AS gpu_index,
-                   gpu_model::VARCHAR AS gpu_model, mig_profile::VARCHAR AS mig_profile, job_id::VARCHAR AS job_id,
-                   seconds AS seconds_present,
-                   least(greatest(util / samples, 0), 100) AS util_mean,
-                   busy_seconds AS seconds_busy,
-                   least(round(idle * {scrape}, 6)::DECIMAL(12, 6), seconds - busy_seconds)::DECIMAL(12, 6)
-                       AS seconds_idle,
-                   mem_peak::DOUBLE AS mem_peak_mib, round(power / samples, 3)::DOUBLE AS power_mean_w,
-                   round(energy)::BIGINT AS energy_mj,
-                   round(power_energy * {scrape} * 1000)::BIGINT AS energy_power_mj
-            FROM timed
-        """, [config.cluster])
+    _stage(con, "gpu_usage", rows, [config.cluster], f"""
+        WITH timed AS (
+            SELECT *, (seconds_us * 0.000001)::DECIMAL(12, 6) AS seconds,
+                   least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS busy_seconds
+            FROM fetched
+        )
+        SELECT to_timestamp(interval_start) AS interval_start, ?::VARCHAR AS cluster, hostname, gpu_uuid, gpu_index,
+               gpu_model, mig_profile, job_id, seconds AS seconds_present,
+               least(greatest(util / samples, 0), 100) AS util_mean,
+               busy_seconds AS seconds_busy,
+               least(round(idle * {scrape}, 6)::DECIMAL(12, 6), seconds - busy_seconds) AS seconds_idle,
+               mem_peak AS mem_peak_mib, round(power / samples, 3) AS power_mean_w,
+               round(energy) AS energy_mj, round(power_energy * {scrape} * 1000) AS energy_power_mj
+        FROM timed""")
     return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
 
 
@@ -655,13 +643,18 @@ def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Att
     return len(per_job)
 
 
-def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns) -> None:
-    """Columns as the temp table incoming_<table>, shaped like the raw table (absent columns NULL)."""
+def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns, params: list | None = None,
+           source: str = "SELECT * FROM fetched") -> None:
+    """The temp table incoming_<table>, shaped like the raw table: the columns of `source` (a
+    query of `data`, seen as `fetched`) cast to the raw table's types, absent ones NULL."""
     with _registered(con, "fetched", data):
         types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
-        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in data else f'CAST(NULL AS {t}) AS "{c}"'
+        present = {d[0] for d in con.execute(f"SELECT * FROM ({source}) LIMIT 0", params).description}
+        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in present else f'CAST(NULL AS {t}) AS "{c}"'
                            for c, t in types)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM fetched")
+        # one CREATE ... AS statement: DuckDB 2.0.0 loses rows that a parallel INSERT puts into
+        # a temp table created earlier in the same transaction (seen above ~100k rows)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM ({source})", params)
 
 
 def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int, window_end: int) -> None:

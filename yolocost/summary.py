@@ -28,10 +28,10 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
             [month],
         )
         # money as the finance CSV bills it: each project rounded so that they add up to the total
-        billed = finance.project_totals_cents(con, month) if cluster else {}
+        billed = finance.month_cents(con, month) if cluster else None
         for p in projects:
-            p["billed_cost"] = billed.get(p["project"])
-        billed_total = finance.total_cents(con, month) if cluster else None
+            p["billed_cost"] = billed.projects.get(p["project"]) if billed else None
+        billed_total = billed.total if billed else None
     finally:
         con.close()
     with template_errors():

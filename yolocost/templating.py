@@ -46,7 +46,7 @@ def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Envi
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    places = minor_unit(currency) if currency else 2
+    places = minor_unit(currency)  # 2 without a currency
     env.filters.update(money=lambda value, currency="": money(value, currency, places), number=number, percent=percent)
     return env
 
