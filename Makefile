@@ -5,10 +5,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Debian packages the tests need: `package:command` is present when the command is on PATH,
-# a bare `package` when dpkg knows it (prometheus brings prometheus and promtool; chromium draws
+# a bare `package` when dpkg knows it (prometheus brings prometheus and promtool; victoria-metrics is
+# the second metric store the ingest is tested against; chromium draws
 # the report charts for kaleido and loads the HTML reports in tests; Pango and HarfBuzz are
 # what WeasyPrint prints PDFs with; fonts-noto-cjk for Chinese names; poppler-utils reads PDFs)
-TEST_DEBS ?= prometheus:prometheus prometheus:promtool chromium:chromium fonts-noto-cjk poppler-utils:pdftotext \
+TEST_DEBS ?= prometheus:prometheus prometheus:promtool victoria-metrics:victoria-metrics chromium:chromium fonts-noto-cjk poppler-utils:pdftotext \
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 

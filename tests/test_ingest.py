@@ -1,16 +1,20 @@
-"""`yolocost ingest` from a real Prometheus against the generator's ground truth.
+"""`yolocost ingest` from a real Prometheus and a real VictoriaMetrics against the generator's ground truth.
 
 The synthetic Prometheus sample (3 days, 15 GPUs/MIG instances in every attribution mode:
 Kubernetes with labels honored, exported_*, old names and copied pod labels, Slurm
 hpc_job, yolocost_job_info only; a MIG GPU, a shared GPU, a retried pod, a counter reset,
-scrape gaps and an exporter outage) is backfilled into Prometheus once per session. The
-ingest runs through the real CLI; the truth is the generator's expected raw tables, computed
-sample by sample without any ingest code and loaded with `yolocost load` into a second
-database. Both databases build the same marts, which are compared figure by figure.
+scrape gaps and an exporter outage) is backfilled into Prometheus and imported into
+VictoriaMetrics once per session, and every test runs against both stores. The ingest runs
+through the real CLI; the truth is the generator's expected raw tables, computed sample by
+sample without any ingest code and loaded with `yolocost load` into a second database. Both
+databases build the same marts, which are compared figure by figure. Shorter windows of the
+same cluster cross what the 3-day sample does not: the A100 price change, the DST day and
+the end of the month.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -29,12 +33,16 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600, env=env)
 
 
-@pytest.fixture(scope="module")
-def dbs(prom_sample, tmp_path_factory):
-    """(ingested, truth): two DuckDB files for the sample window, and the sample itself."""
-    sample = prom_sample[0]
-    root = tmp_path_factory.mktemp("ingest-truth")
-    config = sample_config(prom_sample, root)
+STORES = ("prometheus", "victoriametrics")
+
+
+@pytest.fixture(scope="module", params=STORES)
+def dbs(request, tmp_path_factory):
+    """(ingested, truth): two DuckDB files for the sample window, the sample itself and the config."""
+    served = request.getfixturevalue("prom_sample" if request.param == "prometheus" else "vm_sample")
+    sample = served[0]
+    root = tmp_path_factory.mktemp(f"ingest-truth-{request.param}")
+    config = sample_config(served, root)
     ingested, truth = root / "ingested.duckdb", root / "truth.duckdb"
     sc = sample.scenario
     result = _run("--config", str(config), "--db", str(ingested), "ingest", "--start", sc["start_utc"],
@@ -80,14 +88,18 @@ def test_every_attribution_mode_and_special_case_is_in_the_window(dbs):
 
 
 def test_raw_rows_equal_the_truth(dbs):
+    _assert_raw_rows_equal(dbs[0], dbs[1], dbs[2].usage_rows)
+
+
+def _assert_raw_rows_equal(ingested: Path, truth: Path, rows: int) -> None:
     """Every GPU x owner x interval row: seconds, busy, idle exact; energy and memory exact;
     utilization and power to rounding."""
     sql = """SELECT interval_start, gpu_uuid, coalesce(job_id, '-'), hostname, gpu_index, gpu_model, mig_profile,
                     seconds_present, seconds_busy, seconds_idle, round(util_mean, 6), mem_peak_mib,
                     power_mean_w, energy_mj
              FROM gpu_usage ORDER BY 1, 2, 3"""
-    got, want = _rows(dbs[0], sql), _rows(dbs[1], sql)
-    assert len(got) == len(want) == dbs[2].usage_rows
+    got, want = _rows(ingested, sql), _rows(truth, sql)
+    assert len(got) == len(want) == rows
     for g, w in zip(got, want):
         assert g[:12] == w[:12], (g, w)
         assert abs(g[12] - w[12]) <= 0.0011, (g, w)  # power mean, rounded to 3 decimals on both sides
@@ -188,3 +200,47 @@ def test_rerun_is_idempotent(dbs, tmp_path):
     assert result.stderr == ""  # -q: nothing on stderr
     after = {m: _rows(copy, f"SELECT * FROM {m} ORDER BY ALL") for m in marts}
     assert len(marts) >= 10 and after == before
+
+
+# ---- shorter windows: what the 3-day sample does not cross
+
+
+@pytest.mark.parametrize("window", ["price-change", "dst-day", "month-end"])
+@pytest.mark.parametrize("store", STORES)
+def test_window_bills_exactly(store, window, window_samples, request, tmp_path):
+    """The A100 price change (15 Oct), the 25-hour DST day (25 Oct) and October into November,
+    each ingested from both stores: raw rows, job and project-month bills equal the truth."""
+    server = request.getfixturevalue("prom_windows" if store == "prometheus" else "vm_windows")
+    sample = window_samples[window]
+    config = sample_config((sample, server), tmp_path)
+    ingested, truth = tmp_path / "ingested.duckdb", tmp_path / "truth.duckdb"
+    sc = sample.scenario
+    result = _run("--config", str(config), "--db", str(ingested), "ingest", "--start", sc["start_utc"],
+                  "--end", sc["end_utc"])
+    assert result.returncode == 0, result.stderr
+    assert "range selectors left-open (measured)" in result.stderr if store == "victoriametrics" else \
+        "range selectors closed (measured)" in result.stderr  # Prometheus 2.x
+    loaded = _run("--config", str(config), "--db", str(truth), "load", str(sample.out_dir))
+    assert loaded.returncode == 0, loaded.stderr
+    pair = (ingested, truth)
+    _assert_raw_rows_equal(ingested, truth, sample.usage_rows)
+    got, want = _both(pair, "SELECT job_id, gpu_seconds, gpu_cost, energy_cost FROM mart_job ORDER BY 1")
+    assert got == want and got
+    got, want = _both(pair, "SELECT month || '|' || coalesce(project, bucket), gpu_seconds, gpu_cost, cost "
+                            "FROM mart_project_month ORDER BY 1")
+    assert got == want and got
+    months = _rows(ingested, "SELECT month, capacity_cost FROM mart_cluster_month ORDER BY 1")
+    intervals = _rows(ingested, "SELECT count(DISTINCT interval_start) FROM gpu_usage")[0][0]
+    if window == "month-end":
+        assert [m for m, _ in months] == ["2026-10", "2026-11"]
+    if window == "dst-day":  # 25 hours of 5-minute intervals, every one held by some GPU
+        assert (sc["end"] - sc["start"], intervals) == (25 * 3600, 300)
+    if window == "price-change":  # GPU-seconds x the price in effect, by hand, on each side of the change
+        change = dt.datetime(2026, 10, 14, 22, tzinfo=dt.timezone.utc)  # 15 Oct 00:00 in Berlin
+        prices = {"NVIDIA A10G": (Decimal("0.98"),) * 2, "NVIDIA A100-SXM4-80GB": (Decimal("2.93"), Decimal("2.61"))}
+        by_side = _rows(ingested, f"""SELECT gpu_model, interval_start >= '{change.isoformat()}', sum(gpu_seconds)
+                                     FROM stg_gpu_usage GROUP BY ALL""")  # (MIG instances: their share)
+        assert {(m, after) for m, after, _ in by_side} >= {("NVIDIA A100-SXM4-80GB", False),
+                                                          ("NVIDIA A100-SXM4-80GB", True)}
+        expected = sum(seconds * prices[m][after] / 3600 for m, after, seconds in by_side)
+        assert abs(sum(c for _, c in months) - expected) <= Decimal("1e-9") * len(by_side)

@@ -26,6 +26,7 @@ from .config import Config
 from .errors import DataError, YolocostError
 from .load import rebuild, replace_window
 from .promclient import PrometheusClient, PrometheusError, QueryTooBig
+from .storeprobe import StoreProbe
 
 Progress = Callable[[str], None]
 UTC = dt.timezone.utc
@@ -156,9 +157,9 @@ class _Fetcher:
         self.queries = promql.GrainQueries(
             scrape=cfg.prometheus.scrape_interval_seconds, grain=cfg.grain_seconds,
             busy=cfg.thresholds.busy_util_percent, idle=cfg.thresholds.idle_util_percent,
-            utilization=cfg.utilization, selector=cfg.prometheus.selector, left_open=info.left_open_ranges,
+            utilization=cfg.utilization, selector=cfg.prometheus.selector,
         )
-        self.say(f"Prometheus {info.version} at {self.where}: reading series of the window")
+        self.say(f"{info.name} at {self.where}: reading series of the window")
         util_metrics = _UTIL_METRICS[cfg.utilization]
         found = self._series([*util_metrics, promql.FB_USED, promql.POWER, promql.ENERGY, promql.POD_LABELS,
                               promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
@@ -192,9 +193,17 @@ class _Fetcher:
                                 job_info=bool(job_info), utilization=utilization)
         # GPUs that always need the attribution join: claimed by job-info, or MIG instances
         always = {x.get("UUID", "") for x in job_info} | {x.get("UUID", "") for x in util_series if x.get("GPU_I_ID")}
+        probe = StoreProbe(self.client, start, end, cfg.grain_seconds, cfg.prometheus.scrape_interval_seconds, self.say)
+        facts = probe.measure(util_series)  # range semantics and scrape interval, measured
+        self.requests += probe.requests
+        self.say(f"{self.where}: {facts.describe()}")
+        self.queries = replace(self.queries, left_open=facts.left_open)
         points = self._grain_points(start, end, always)
         usage = self._usage(points, attribution)
         del points
+        probe.requests = 0
+        probe.spot_check(facts, usage["gpu_uuid"], usage["interval_start"], usage["samples"])
+        self.requests += probe.requests
         _check_scrape_interval(usage, cfg, self.where)
         progress_rows, results = self._training(start, end)
         return _Fetched(usage, attribution, progress_rows, results)
@@ -398,6 +407,9 @@ class _Points:
         self.values: dict[str, list[np.ndarray]] = {n: [] for n in self.names}
 
     def _sid(self, metric: dict[str, str]) -> int:
+        # some stores keep the metric name through max_over_time/last_over_time (VictoriaMetrics),
+        # Prometheus drops it: without it, every query names a series alike
+        metric = {k: v for k, v in metric.items() if k != "__name__"}
         key = tuple(sorted(metric.items()))
         n = self.ids.get(key)
         if n is None:

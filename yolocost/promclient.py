@@ -30,13 +30,16 @@ class QueryTooBig(PrometheusError):
 
 @dataclass(frozen=True)
 class BuildInfo:
+    """The version a server reports, for progress messages only: it says nothing reliable
+    about how the server answers queries (VictoriaMetrics reports none, Thanos and Mimir
+    their own), which the ingest measures instead (storeprobe.py)."""
+
     version: str
 
     @property
-    def left_open_ranges(self) -> bool:
-        """Prometheus 3 made range selectors left-open; 2.x ranges include both ends."""
-        major = self.version.split(".", 1)[0]
-        return major.isdigit() and int(major) >= 3
+    def name(self) -> str:
+        known = self.version not in ("", "unknown")
+        return f"Prometheus {self.version}" if known else "a Prometheus-compatible store"
 
 
 def display_url(url: str) -> str:
@@ -77,10 +80,10 @@ class PrometheusClient:
         try:
             data = self._call("GET", "/api/v1/status/buildinfo", {})
         except PrometheusError as exc:
-            if "HTTP 404" in str(exc):  # some compatible servers lack it: assume 2.x semantics
+            if "HTTP 404" in str(exc):  # some compatible servers lack it
                 return BuildInfo("unknown")
             raise
-        return BuildInfo(str(data.get("version", "unknown")))
+        return BuildInfo(str(data.get("version") or "unknown") if isinstance(data, dict) else "unknown")
 
     def query(self, promql: str, at: float) -> list[dict]:
         return self._call("POST", "/api/v1/query", {"query": promql, "time": _ts(at)})["result"]

@@ -8,7 +8,8 @@ the wire. The building blocks:
   1 ms. With subquery steps on multiples of the scrape interval, every raw sample is seen by
   exactly one step, and the steps of one grain see exactly the samples in [start, end) (in
   milliseconds), so adjacent chunks neither share nor miss a sample. Prometheus 2.x ranges
-  include both ends, hence the `- 1ms` there; 3.x ranges are left-open.
+  include both ends, hence the `- 1ms` there; 3.x and VictoriaMetrics ranges are left-open.
+  Which one a server does is measured before the grain queries (storeprobe.py).
 * `owners`: one series per GPU x owner at a step, valued 1/n when n owners share the GPU's
   sample (shared GPU, several Slurm jobs, two scrapes of one exporter): summing over owners
   never multiplies a GPU. Owners come from the dcgm series' own labels (pod, hpc_job), or
@@ -40,6 +41,7 @@ GPU_LABELS = "UUID, GPU_I_ID, GPU_I_PROFILE, gpu, modelName, Hostname, hostname"
 # labels that make a dcgm series someone's (see docs/prometheus-inputs.md)
 OWNER_LABELS = ("hpc_job", "exported_pod", "pod_name", "pod")
 JOB_INFO_MARK = "yolocost_owner"  # added to owners that come from yolocost_job_info
+LOOKBACK = 300  # seconds: how far back a counter's previous value is looked for (Prometheus' default lookback)
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class GrainQueries:
     idle: float
     utilization: str  # auto | dev | prof
     selector: str = ""  # extra label matchers, e.g. cluster="prod"
-    left_open: bool = False  # Prometheus >= 3
+    left_open: bool = False  # ranges leave out their start (Prometheus 3, VictoriaMetrics): measured
     exported_jobs: tuple[str, ...] = ()  # scrape jobs whose series carry exported_pod
     job_info: bool = True  # the window holds yolocost_job_info series (else that join is left out)
 
@@ -114,10 +116,14 @@ class GrainQueries:
     def _energy_delta(self) -> str:
         """Counter increase per physical GPU since the previous step; a drop is a reset.
 
-        An instant selector (5-minute lookback) reaches back over short scrape gaps, so
-        the first sample after a gap gets the whole gap's energy, as its owner used it."""
-        now = f"max by (UUID) ({self._sel(ENERGY)} offset 1ms)"
-        before = f"max by (UUID) ({self._sel(ENERGY)} offset {self.scrape * 1000 + 1}ms)"
+        The last value within LOOKBACK reaches back over short scrape gaps, so the first
+        sample after a gap gets the whole gap's energy, as its owner used it. Spelled as
+        `last_over_time` rather than an instant selector: Prometheus looks an instant selector
+        back 5 minutes, VictoriaMetrics only about a scrape interval."""
+        def last(offset_ms: int) -> str:
+            return f"max by (UUID) (last_over_time({self._sel(ENERGY)}[{self._range(LOOKBACK)}] offset {offset_ms}ms))"
+
+        now, before = last(1), last(self.scrape * 1000 + 1)
         return f"(({now} - {before}) >= 0 or ({now} < {before}))"
 
     # ---- the grain queries: name -> PromQL, one value per owner series per grain

@@ -2,7 +2,7 @@
 
 `write_prometheus_sample()` picks a few hosts of a planned month (scenario.py), writes what
 their exporters and the cluster's kube-state-metrics and training runners exposed during a
-window of whole local days as `metrics.om` (openmetrics.py), the raw tables a perfect ingest
+window starting at a local midnight as `metrics.om` (openmetrics.py), the raw tables a perfect ingest
 of that window must produce (expected.py), a config for ingesting it, and `scenario.json`:
 which host shows which attribution mode, the window and the special cases, for tests.
 """
@@ -42,7 +42,7 @@ class PrometheusSample:
 
     out_dir: Path
     files: dict[str, Path]  # keys of SAMPLE_FILES
-    start: int  # window [start, end), epoch seconds (local midnights)
+    start: int  # window [start, end), epoch seconds (a local midnight; the end one unless `hours`)
     end: int
     series: int  # series in metrics.om
     samples: int  # sample lines in metrics.om
@@ -137,22 +137,25 @@ def write_prometheus_sample(
     cluster: str = DEMO_CLUSTER,
     start_day: int = DEFAULT_START_DAY,
     days: int = 3,
+    hours: int = 0,
     hosts: Sequence[HostChoice] = DEFAULT_HOSTS,
     progress: Callable[[str], None] | None = None,
 ) -> PrometheusSample:
     """Write metrics.om, the expected raw tables, yolocost.toml and scenario.json into out_dir.
 
-    The window is `days` whole local days from day `start_day` of the month (0 = the 1st).
+    The window is `days` whole local days from day `start_day` of the month (0 = the 1st),
+    and `hours` more: the planned data end with the day after the month, so a window into
+    that day (across the month's end) ends before its midnight.
     """
     say = progress or (lambda _msg: None)
-    if days < 1:
-        raise ValueError("days must be at least 1")
+    if days < 1 or not 0 <= hours < 24:
+        raise ValueError("days must be at least 1 and hours from 0 to 23")
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = {k: out / v for k, v in SAMPLE_FILES.items()}
     plan = plan_month(seed, month, timezone, 1.0)
-    start, end = plan.window.local(start_day, 0), plan.window.local(start_day + days, 0)
+    start, end = plan.window.local(start_day, 0), plan.window.local(start_day + days, hours)
     sc = build_scenario(plan, cluster=cluster, start=start, end=end, hosts=hosts)
     say(f"{len(sc.devices)} GPUs/MIG instances on {len(sc.hosts)} hosts, {iso_utc(start)} to {iso_utc(end)}")
 
