@@ -384,6 +384,8 @@ class Harness:
     """The helpers above, as one fixture (test modules do not import conftest)."""
 
     ENERGY_STEP_MJ, MODEL, IMAGE_TAG, IMAGE_DIGEST = ENERGY_STEP_MJ, MODEL, IMAGE_TAG, IMAGE_DIGEST
+    OFFSET, VARIANTS = OFFSET, VARIANTS
+    openmetrics = staticmethod(openmetrics)
     EPOCHS, RESULTS = EPOCHS, RESULTS
     sample_time = staticmethod(sample_time)
     AUTH_USER, AUTH_PASSWORD = AUTH_USER, AUTH_PASSWORD
