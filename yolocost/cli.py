@@ -141,7 +141,10 @@ def ingest(state: State, month, start, end):
     Aggregates dcgm-exporter series to the grain inside Prometheus, attributes each GPU
     to its Kubernetes pod, Slurm job or yolocost_job_info job, and replaces the window in
     the database in one transaction (a rerun gives the same marts; a killed run changes
-    nothing). A second ingest of the same database while one runs is refused.
+    nothing). A second ingest of the same database while one runs is refused. Works with
+    any store serving the Prometheus query API (Prometheus 2.x/3.x, VictoriaMetrics,
+    Thanos, Mimir): its range bounds and the scrape interval are measured on the window's
+    data first, and a scrape interval other than the configured one stops the ingest.
 
     \b
     Example:
