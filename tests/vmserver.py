@@ -50,7 +50,12 @@ def exposition_line(line: str) -> str | None:
     None for comments (`# TYPE`, `# EOF`) and blank lines. `name{labels} value seconds.mmm`."""
     if not line.strip() or line.startswith("#"):
         return None
-    head, _, ts = line.rstrip("\n").rpartition(" ")
+    text = line.rstrip("\n")
+    brace = text.rfind("}")
+    fields = text[brace + 1:].split() if brace >= 0 else text.split()[1:]
+    if len(fields) != 2:  # a sample without a timestamp would be stored at the import's time
+        raise VictoriaMetricsError(f"not a sample line with a timestamp: {text[:200]!r}")
+    head, _, ts = text.rpartition(" ")
     whole, _, frac = ts.partition(".")
     if len(frac) <= 3 and whole.isdigit() and (not frac or frac.isdigit()):
         ms = int(whole) * 1000 + int(frac.ljust(3, "0") or 0)

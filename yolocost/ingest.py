@@ -617,7 +617,8 @@ def _check_scrape_interval(rows: Columns, config: Config, where: str) -> None:
     """A slower scrape than configured leaves every interval short of samples and would
     undercount present seconds: refuse it. (A faster one is harmless: one sample per
     scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
-    GPU-intervals or more, some GPU is present for a whole interval."""
+    GPU-intervals or more, some GPU is present for a whole interval. A backstop for windows
+    where the store probe found no samples to measure the interval on (storeprobe.py)."""
     scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
     _, gpu_interval = np.unique(rows["gpu_interval"], return_inverse=True)
     per_gpu_interval = np.bincount(gpu_interval, rows["seconds_us"]) / 1e6
