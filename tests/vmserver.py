@@ -11,7 +11,8 @@ it. It serves the Prometheus query API (`/api/v1/query`, `/api/v1/query_range`,
 lines with MILLISECOND timestamps (the OpenMetrics files the tests write carry seconds and
 `# TYPE`/`# EOF` lines, which the import converts and drops), and is queryable after
 `GET /internal/force_flush`. Retention is 100y so that generated months in the past are
-kept; the server logs to `victoria-metrics-<port>.log` beside the data folder.
+kept, the response cache is off, and the server logs to `victoria-metrics-<port>.log` beside
+the data folder.
 """
 
 from __future__ import annotations
@@ -123,8 +124,9 @@ class VictoriaMetricsServer:
 
     def _launch(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        # no response cache: data imported after a query must show in the next one, as in Prometheus
         flags = [f"-storageDataPath={self.data_dir}", f"-httpListenAddr=127.0.0.1:{self.port}",
-                 "-retentionPeriod=100y"]
+                 "-retentionPeriod=100y", "-search.disableCache"]
         self.log_path = self.data_dir.parent / f"victoria-metrics-{self.port}.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen([VICTORIA_METRICS, *flags, *self.extra_flags], stdout=log,
