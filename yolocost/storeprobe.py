@@ -49,7 +49,7 @@ class StoreFacts:
     """What was measured; `left_open` is what the grain queries use."""
 
     left_open: bool
-    measured_on_samples: bool  # False: no raw samples found, judged from a subquery alone
+    measured_on_samples: bool  # False: no raw samples found, judged from a subquery alone (or a guess)
     scrape_seconds: float | None  # median sample spacing, None when too few samples
     series: tuple[dict[str, str], ...]  # the probed series that hold samples in the window
     bin_seconds: int  # the coarse bins the spot check counts in
@@ -57,7 +57,7 @@ class StoreFacts:
 
     def describe(self) -> str:
         ranges = "left-open" if self.left_open else "closed"
-        how = "measured" if self.measured_on_samples else "judged from a subquery: no samples to measure on"
+        how = "measured" if self.measured_on_samples else "not measured on samples: see above"
         scrape = f", samples every {_seconds(self.scrape_seconds)} s" if self.scrape_seconds else ""
         return f"range selectors {ranges} ({how}){scrape}"
 

@@ -111,4 +111,4 @@ def test_no_samples_to_measure_on_is_said(yc, tmp_path, h, vm):
     lines = [line for line in result.stderr.splitlines() if "could not measure" in line]
     assert lines == [f"yolocost: could not measure how {vm.url} bounds ranges: none of the probed GPU series "
                      "holds samples in the window; judged from a subquery"], result.stderr
-    assert "range selectors left-open (judged from a subquery: no samples to measure on)" in result.stderr
+    assert "range selectors left-open (not measured on samples: see above)" in result.stderr
