@@ -142,10 +142,13 @@ def test_one_gpu_shifted_ten_years_is_refused(month, tmp_path):
     rows in the future are refused."""
     first = sample_value("SELECT min(gpu_uuid) FROM u")
     n = sample_value(f"SELECT count(*) FROM u WHERE gpu_uuid = '{first}'")
+    shift = "to_seconds(3650 * 86400)"  # ten years of days (a calendar shift would fold DST hours)
     folder = cut(tmp_path / "shift", f"SELECT * REPLACE (CASE WHEN gpu_uuid = '{first}' THEN interval_start "
-                                     "+ INTERVAL 10 YEAR ELSE interval_start END AS interval_start) FROM u")
+                                     f"+ {shift} ELSE interval_start END AS interval_start) FROM u")
+    earliest = sample_value(f"SELECT min(interval_start) FROM u WHERE gpu_uuid = '{first}'") + dt.timedelta(days=3650)
+    earliest = earliest.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
     before = digest(month)
-    refused(month, run(month, str(folder)), f"{n:,} usage row(s) in the future", "2036-09-29T22:00Z", first)
+    refused(month, run(month, str(folder)), f"{n:,} usage row(s) in the future", f"the first at {earliest}", first)
     refused(month, run(month, "--allow-loss", str(folder)), "in the future")
     assert digest(month) == before
 
@@ -157,6 +160,16 @@ def test_rows_of_another_cluster_are_refused(month, tmp_path):
                                      "ELSE cluster END AS cluster) FROM u")
     before = digest(month)
     refused(month, run(month, str(folder)), f"{n:,} usage row(s) of cluster 'other'", "'demo-cluster'")
+    assert digest(month) == before
+
+
+def test_bad_rows_are_named_before_any_loss(month, tmp_path):
+    """A day shifted off the grain by a minute holds none of the stored GPU-intervals: the
+    error names the misalignment, not a loss."""
+    folder = cut(tmp_path / "skew", "SELECT * REPLACE (interval_start + INTERVAL 1 MINUTE AS interval_start) "
+                                    "FROM u WHERE interval_start::DATE = '2026-10-10'")
+    before = digest(month)
+    refused(month, run(month, str(folder)), "interval_start not on the 300 s grain")
     assert digest(month) == before
 
 

@@ -178,7 +178,7 @@ def ingest(state: State, month, start, end, allow_loss):
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--window", nargs=2, metavar="START END",
               help="The window the files replace (ISO dates/times, local time zone unless given an offset; "
-                   "END exclusive). Default: the span of the usage rows, which must have no hole.")
+                   "END exclusive). Default: the span of the usage rows, with no hole over stored rows.")
 @click.option("--allow-loss", is_flag=True,
               help="Replace the window even if the database holds GPU-intervals of it that the files do not "
                    "(they are deleted).")
@@ -191,8 +191,9 @@ def load(state: State, directory, window, allow_loss):
     cluster's usage in the window is replaced in one transaction; bad rows stop the load
     and leave the database as it was.
 
-    The window is --window, else the span of the usage rows; a span with an hour or more
-    in which no GPU has a row is refused (say the window). Rows of another cluster, in the
+    The window is --window, else the span of the usage rows; a span with a hole (an hour
+    or more in which no GPU has a row) where the database holds rows is refused (say the
+    window). Rows of another cluster, in the
     future or outside --window are refused. If the database holds usage of the window
     that the files do not (other GPUs, hosts or days), the load stops and names it;
     --allow-loss replaces the window anyway.

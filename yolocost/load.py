@@ -126,10 +126,15 @@ def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progr
             progress(f"reading {name}")
             _stage(con, table, path)
             staged.append(table)
+    def where(table: str) -> str:
+        return str(directory / RAW_FILES[table][0])
+
+    _check_usage(con, config, where("gpu_usage"))  # bad rows first: a misaligned file is not a loss
+    _check_side_tables(con, where, staged)
     start, end = _replaced_window(con, config, directory, window, allow_loss, now, progress)
     return replace_window(
         con, config, staged, start, end, source=f"parquet:{directory.name}",
-        where=lambda table: str(directory / RAW_FILES[table][0]), progress=progress,
+        where=where, progress=progress, checked=True,
     )
 
 
@@ -161,15 +166,17 @@ def replace_window(
     where: Callable[[str], str],
     progress: Progress,
     progress_by_window: bool = False,
+    checked: bool = False,
 ) -> LoadResult:
     """Check the staged `incoming_<table>` rows, then make them the window's contents.
 
     The config's cluster's usage rows in [start, end) are replaced (the callers have checked
     that this loses no stored GPU-interval, or were told to allow it); job and result rows by
     job id; progress rows by job id (a file holds whole jobs) or, for an ingest, by epoch end
-    time in the window."""
-    _check_usage(con, config, where("gpu_usage"))
-    _check_side_tables(con, where, staged)
+    time in the window. `checked`: the caller has run the row checks already."""
+    if not checked:
+        _check_usage(con, config, where("gpu_usage"))
+        _check_side_tables(con, where, staged)
     rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
     if start is not None:
         progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
