@@ -193,10 +193,9 @@ def load(state: State, directory, window, allow_loss):
 
     The window is --window, else the span of the usage rows; a span with a hole (an hour
     or more in which no GPU has a row) where the database holds rows is refused (say the
-    window). Rows of another cluster, in the
-    future or outside --window are refused. If the database holds usage of the window
-    that the files do not (other GPUs, hosts or days), the load stops and names it;
-    --allow-loss replaces the window anyway.
+    window). Rows of another cluster, in the future or outside --window are refused. If
+    the database holds usage of the window that the files do not (other GPUs, hosts or
+    days), the load stops and names it; --allow-loss replaces the window anyway.
 
     \b
     Example:

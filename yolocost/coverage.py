@@ -24,10 +24,11 @@ from .errors import DataError, YolocostError
 
 UTC = dt.timezone.utc
 HOLE_SECONDS = 3600  # a span with no row of any GPU for this long has a hole (an outage of minutes has not)
-NAMED = 3  # GPUs and hosts named in a message, the first by name
+NAMED = 3  # GPUs and hosts named in a message: the first few in sort order
 
 
 def _at(t: dt.datetime) -> str:
+    """An instant as messages show it: UTC to the minute."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
