@@ -18,6 +18,7 @@ from builders import yolocost
 
 CONFIG = """
 [cluster]
+name = "c"
 timezone = "UTC"
 [database]
 path = "yc.duckdb"

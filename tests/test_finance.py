@@ -120,12 +120,13 @@ def hierarchy_db(built_db, prices=(("A100", "0.06"), ("T4", "0.084")), **kwargs)
     p2: 2026-03-02 A100, three rows = 0.015
     (unallocated): 2026-03-02 T4 0.007                     month total 0.039
     (A100 at 0.06/h: 300 s cost 0.005; T4 at 0.084/h: 0.007; all exact in 9 decimals.)"""
+    cluster = kwargs.get("cluster", {}).get("name", "c1")  # the rows are the config's cluster's
     usage = [
-        usage_row("2026-03-02T00:00Z", "g1", "j1"),
-        usage_row("2026-03-02T00:00Z", "t1", "j1", model="T4"),
-        usage_row("2026-03-03T00:00Z", "g1", "j1"),
-        *usage_run("2026-03-02T01:00Z", 3, "g2", "j2", util=2.0),  # idle: under 5 %
-        usage_row("2026-03-02T02:00Z", "t2", None, model="T4"),
+        usage_row("2026-03-02T00:00Z", "g1", "j1", cluster=cluster),
+        usage_row("2026-03-02T00:00Z", "t1", "j1", model="T4", cluster=cluster),
+        usage_row("2026-03-03T00:00Z", "g1", "j1", cluster=cluster),
+        *usage_run("2026-03-02T01:00Z", 3, "g2", "j2", util=2.0, cluster=cluster),  # idle: under 5 %
+        usage_row("2026-03-02T02:00Z", "t2", None, model="T4", cluster=cluster),
     ]
     jobs = [job_row("j1", project="p1", user="alice.secret", image_tag="train-yolov8-medium-cu118"),
             job_row("j2", project="p2", user="bob.hidden", image_tag="latest")]
@@ -444,7 +445,7 @@ def test_sample_month_export_is_byte_identical(sample_db, sample_export, tmp_pat
 
 CONFIG = """
 [cluster]
-name = "lab"
+name = "c1"
 timezone = "UTC"
 currency = "EUR"
 [database]

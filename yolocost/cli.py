@@ -134,8 +134,11 @@ def demo(state: State, out_dir):
 @click.option("--month", metavar="YYYY-MM", help="Calendar month in the configured time zone.")
 @click.option("--start", metavar="WHEN", help="Window start (ISO date/time; local time zone unless it has an offset).")
 @click.option("--end", metavar="WHEN", help="Window end, exclusive.")
+@click.option("--allow-loss", is_flag=True,
+              help="Replace the window even if the database holds GPU-intervals of it that the server does not "
+                   "return (they are deleted).")
 @pass_state
-def ingest(state: State, month, start, end):
+def ingest(state: State, month, start, end, allow_loss):
     """Pull one window of GPU metrics and job labels from Prometheus.
 
     Aggregates dcgm-exporter series to the grain inside Prometheus, attributes each GPU
@@ -145,6 +148,10 @@ def ingest(state: State, month, start, end):
     any store serving the Prometheus query API (Prometheus 2.x/3.x, VictoriaMetrics,
     Thanos, Mimir): its range bounds and the scrape interval are measured on the window's
     data first, and a scrape interval other than the configured one stops the ingest.
+
+    If the database holds usage of the window for GPUs or intervals the server does not
+    return (retention passed, a selector or a server that leaves GPUs or hosts out), the
+    ingest stops and names them; --allow-loss replaces the window anyway.
 
     \b
     Example:
@@ -162,7 +169,7 @@ def ingest(state: State, month, start, end):
         window = parse_instant(start, config, "--start"), parse_instant(end, config, "--end")
     else:
         raise YolocostError("give the window: --month YYYY-MM, or --start and --end")
-    result = run_ingest(config, *window, progress=state.log)
+    result = run_ingest(config, *window, progress=state.log, allow_loss=allow_loss)
     state.log(f"{result.requests} requests to Prometheus, {result.chunks_split} chunk(s) split")
     click.echo(
         f"Ingested {result.start:%Y-%m-%d %H:%M} to {result.end:%Y-%m-%d %H:%M} UTC into {config.database}: "
@@ -172,22 +179,40 @@ def ingest(state: State, month, start, end):
 
 @main.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--window", nargs=2, metavar="START END",
+              help="The window the files replace (ISO dates/times, local time zone unless given an offset; "
+                   "END exclusive). Default: the span of the usage rows, with no hole over stored rows.")
+@click.option("--allow-loss", is_flag=True,
+              help="Replace the window even if the database holds GPU-intervals of it that the files do not "
+                   "(they are deleted).")
 @pass_state
-def load(state: State, directory):
+def load(state: State, directory, window, allow_loss):
     """Load raw tables from a folder of Parquet files and rebuild the marts.
 
     The folder holds gpu_usage.parquet and optionally jobs.parquet,
-    training_progress.parquet and job_results.parquet (docs/raw-tables.md). The time
-    window the usage rows cover is replaced in one transaction; bad rows stop the load
+    training_progress.parquet and job_results.parquet (docs/raw-tables.md). The
+    cluster's usage in the window is replaced in one transaction; bad rows stop the load
     and leave the database as it was.
+
+    The window is --window, else the span of the usage rows; a span with a hole (an hour
+    or more in which no GPU has a row) where the database holds rows is refused (say the
+    window). Rows of another cluster, in the future or outside --window are refused. If
+    the database holds usage of the window that the files do not (other GPUs, hosts or
+    days), the load stops and names it; --allow-loss replaces the window anyway.
 
     \b
     Example:
       yolocost --config yolocost.toml load exported-window/
+      yolocost load --window 2026-10-02 2026-10-03 day-2/
     """
+    from .ingest import parse_instant
     from .load import load_parquet_dir
 
-    result = load_parquet_dir(state.config, Path(directory), state.log)
+    replaced = None
+    if window:
+        replaced = (parse_instant(window[0], state.config, "--window START"),
+                    parse_instant(window[1], state.config, "--window END"))
+    result = load_parquet_dir(state.config, Path(directory), state.log, window=replaced, allow_loss=allow_loss)
     click.echo(f"loaded {result.usage_rows:,} usage rows and {result.jobs} jobs into {state.config.database}")
 
 
@@ -405,7 +430,9 @@ def monthly(state: State, month, formats):
     """The monthly cron job: ingest the month, render its reports, write its finance CSV.
 
     Safe to rerun (every step replaces what the month had); a second run while one is
-    going is refused; any failure exits non-zero with the reason on one line.
+    going is refused; any failure exits non-zero with the reason on one line. If the
+    database holds usage of the month that the server no longer returns, the run stops
+    (nothing is deleted; `yolocost ingest --allow-loss` replaces it by hand).
 
     \b
     Example (crontab, 06:00 on the 1st):

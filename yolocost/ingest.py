@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import numpy as np
 
-from . import db, promql
+from . import coverage, db, promql
 from .attribution import Attribution, gpu_of
 from .config import Config
 from .errors import DataError, YolocostError
@@ -73,10 +73,12 @@ def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
 
 
 def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progress = lambda _: None,
-           now: dt.datetime | None = None, lock: bool = True) -> IngestResult:
+           now: dt.datetime | None = None, lock: bool = True, allow_loss: bool = False) -> IngestResult:
     """Fetch [start, end) from Prometheus and make it the database's contents for that window.
 
-    `lock=False` is for a caller that already holds the database's lock (`monthly`)."""
+    Stored GPU-intervals of the window that the server does not return stop it unless
+    `allow_loss` (coverage.py). `lock=False` is for a caller that already holds the database's
+    lock (`monthly`)."""
     grain = config.grain_seconds
     s, e = int(start.timestamp()), int(end.timestamp())
     if s % grain or e % grain:
@@ -99,7 +101,8 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         with db.writing(config.database, config.memory_limit) as con:
             rows = _stage_usage(con, config, fetched.usage)
             fetched.usage = None  # the rows live in DuckDB now: free the arrays before the build
-            _check_nothing_lost(con, start, end, fetcher.where, progress)
+            _check_nothing_lost(con, start, end, fetcher.where, progress, config=config, now=now,
+                                allow_loss=allow_loss)
             jobs = _stage_jobs(con, config, fetched.attribution)
             _stage(con, "training_progress", fetched.progress)
             _stage(con, "job_results", fetched.results)
@@ -111,8 +114,8 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
                 progress=progress, progress_by_window=True,
             )
             _set_job_times(con)
-            stored = con.execute("SELECT count(*) FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?",
-                                 [start, end]).fetchone()[0]
+            stored = con.execute("SELECT count(*) FROM gpu_usage WHERE interval_start >= ? AND interval_start < ? "
+                                 "AND cluster = ?", [start, end, config.cluster]).fetchone()[0]
             if stored != rows:  # never commit a window that lost rows on the way in
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
                                 "nothing was changed")
@@ -589,22 +592,18 @@ def _registered(con: duckdb.DuckDBPyConnection, name: str, data: Columns):
 
 
 def _check_nothing_lost(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: dt.datetime, where: str,
-                        progress: Progress) -> None:
-    """Replacing the window must not delete stored intervals that Prometheus no longer holds
-    (its retention is shorter than the window, an outage, another server): refuse, naming them.
-    A window whose first part Prometheus does not hold, and the database neither, is said."""
-    n, first, last, rows = con.execute("""
-        SELECT count(DISTINCT interval_start), min(interval_start), max(interval_start), count(*) FROM gpu_usage
-        WHERE interval_start >= ? AND interval_start < ?
-          AND interval_start NOT IN (SELECT interval_start FROM incoming_gpu_usage)
-    """, [start, end]).fetchone()
-    if n:
-        raise DataError(
-            f"Prometheus at {where} returned no GPU samples for {n:,} interval(s) of the window, from "
-            f"{first:%Y-%m-%dT%H:%MZ} to {last:%Y-%m-%dT%H:%MZ}, for which the database holds {rows:,} usage rows; "
-            "replacing the window would delete them (is its retention shorter than the window?). "
-            "Ingest a window it still holds (--start/--end) instead"
-        )
+                        progress: Progress, *, config: Config, now: dt.datetime | None = None,
+                        allow_loss: bool = False) -> None:
+    """Replacing the window must not delete stored GPU-intervals that Prometheus did not return
+    (its retention is shorter than the window, an outage, a selector or another server that
+    leaves GPUs or hosts out): refuse, naming them, unless `allow_loss`. A window whose first
+    part Prometheus does not hold, and the database neither, is said."""
+    coverage.check_times(con, config, start, end, f"Prometheus at {where}", now)
+    coverage.check_nothing_lost(
+        con, config, start, end, lacking=f"Prometheus at {where} returned no samples for", allow_loss=allow_loss,
+        progress=progress, advice="Is its retention shorter than the window, or does [prometheus] selector leave "
+        "them out? Ingest a window it still holds (--start/--end)",
+    )
     earliest = con.execute("SELECT min(interval_start) FROM incoming_gpu_usage").fetchone()[0]
     if earliest is None:
         progress(f"warning: Prometheus at {where} holds no GPU samples in the window")

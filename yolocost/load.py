@@ -1,9 +1,10 @@
 """Load raw tables from Parquet files (the sample month, a generated month, an export).
 
 A load is one transaction: it checks the incoming rows, replaces the window they cover
-(usage rows in that time window, job/progress/result rows of those job ids), rebuilds the
-models and refuses data that would make a figure wrong (NaN, duplicates, a GPU model with
-no price). On any error the database keeps its previous state.
+(the cluster's usage rows in that time window, job/progress/result rows of those job ids),
+rebuilds the models and refuses data that would make a figure wrong (NaN, duplicates, a GPU
+model with no price) or delete stored usage the files do not hold (coverage.py). On any
+error the database keeps its previous state.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Callable
 
 import duckdb
 
-from . import db, models
+from . import coverage, db, models
 from .config import Config
 from .errors import DataError, YolocostError
 
@@ -38,13 +39,21 @@ class LoadResult:
     window_end: dt.datetime | None
 
 
-def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambda _: None) -> LoadResult:
-    """Load the raw Parquet files found in `directory` into the configured database."""
+def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambda _: None, *,
+                     window: tuple[dt.datetime, dt.datetime] | None = None, allow_loss: bool = False,
+                     now: dt.datetime | None = None) -> LoadResult:
+    """Load the raw Parquet files found in `directory` into the configured database.
+
+    The usage rows replace the cluster's usage in `window` (default: the span of the rows,
+    which must have no hole); stored GPU-intervals of it that the files do not hold stop the
+    load unless `allow_loss` (see coverage.py)."""
     directory = Path(directory)
     if not (directory / RAW_FILES["gpu_usage"][0]).is_file():
         raise DataError(f"{directory}: no {RAW_FILES['gpu_usage'][0]} found (not a raw data folder)")
+    if window is not None:
+        coverage.check_window(config, *window, "--window")
     with db.writing(config.database, config.memory_limit) as con:
-        result = _load(con, config, directory, progress)
+        result = _load(con, config, directory, progress, window=window, allow_loss=allow_loss, now=now)
         progress("building models")
         rebuild(con, config)
     return result
@@ -107,7 +116,9 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progress: Progress) -> LoadResult:
+def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progress: Progress, *,
+          window: tuple[dt.datetime, dt.datetime] | None = None, allow_loss: bool = False,
+          now: dt.datetime | None = None) -> LoadResult:
     staged = []
     for table, (name, required) in RAW_FILES.items():
         path = directory / name
@@ -115,13 +126,33 @@ def _load(con: duckdb.DuckDBPyConnection, config: Config, directory: Path, progr
             progress(f"reading {name}")
             _stage(con, table, path)
             staged.append(table)
-    start, end = con.execute(
-        f"SELECT min(interval_start), max(interval_start) + to_seconds({config.grain_seconds}) FROM incoming_gpu_usage"
-    ).fetchone()
+    def where(table: str) -> str:
+        return str(directory / RAW_FILES[table][0])
+
+    _check_usage(con, config, where("gpu_usage"))  # bad rows first: a misaligned file is not a loss
+    _check_side_tables(con, where, staged)
+    start, end = _replaced_window(con, config, directory, window, allow_loss, now, progress)
     return replace_window(
         con, config, staged, start, end, source=f"parquet:{directory.name}",
-        where=lambda table: str(directory / RAW_FILES[table][0]), progress=progress,
+        where=where, progress=progress, checked=True,
     )
+
+
+def _replaced_window(con: duckdb.DuckDBPyConnection, config: Config, directory: Path,
+                     window: tuple[dt.datetime, dt.datetime] | None, allow_loss: bool, now: dt.datetime | None,
+                     progress: Progress) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """The window the staged usage rows replace (`window`, else their span without holes),
+    once they are known to be the cluster's, inside it, and to lose no stored GPU-interval."""
+    where = str(directory / RAW_FILES["gpu_usage"][0])
+    coverage.check_cluster(con, config, where)
+    coverage.check_times(con, config, *(window or (None, None)), where, now)
+    start, end = window or coverage.data_span(con, config, where)
+    if start is not None:
+        coverage.check_nothing_lost(
+            con, config, start, end, lacking=f"{where} holds no rows for", allow_loss=allow_loss, progress=progress,
+            advice="Load files that hold them, or give the window they replace with --window START END",
+        )
+    return start, end
 
 
 def replace_window(
@@ -135,17 +166,22 @@ def replace_window(
     where: Callable[[str], str],
     progress: Progress,
     progress_by_window: bool = False,
+    checked: bool = False,
 ) -> LoadResult:
     """Check the staged `incoming_<table>` rows, then make them the window's contents.
 
-    Usage rows in [start, end) are replaced; job and result rows by job id; progress rows by
-    job id (a file holds whole jobs) or, for an ingest, by epoch end time in the window."""
-    _check_usage(con, config, where("gpu_usage"))
-    _check_side_tables(con, where, staged)
+    The config's cluster's usage rows in [start, end) are replaced (the callers have checked
+    that this loses no stored GPU-interval, or were told to allow it); job and result rows by
+    job id; progress rows by job id (a file holds whole jobs) or, for an ingest, by epoch end
+    time in the window. `checked`: the caller has run the row checks already."""
+    if not checked:
+        _check_usage(con, config, where("gpu_usage"))
+        _check_side_tables(con, where, staged)
     rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
     if start is not None:
         progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
-        con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ?", [start, end])
+        con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ? AND cluster = ?",
+                    [start, end, config.cluster])
     con.execute("INSERT INTO gpu_usage SELECT * FROM incoming_gpu_usage")
     for table in ("jobs", "training_progress", "job_results"):
         if table not in staged:

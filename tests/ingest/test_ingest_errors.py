@@ -193,9 +193,10 @@ def test_stored_intervals_the_server_no_longer_holds_are_not_deleted(yc, prior_d
     with h.unchanged(prior_db):
         result = yc.ingest(yc.config(server.url), prior_db)
     first = h.DATA_START.strftime("%Y-%m-%dT%H:%MZ")
-    last = (h.DATA_START + dt.timedelta(minutes=25)).strftime("%Y-%m-%dT%H:%MZ")
-    h.assert_one_line_error(result, f"returned no GPU samples for 6 interval(s) of the window, from {first} to {last}",
-                            "holds 12 usage rows", "would delete them")
+    last = (h.DATA_START + dt.timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%MZ")
+    h.assert_one_line_error(result, "returned no samples for 12 stored usage row(s) (1.00 GPU-hours) of 2 GPUs "
+                            f"(GPU-aaa, GPU-bbb) on 1 host (h1) from {first} to {last}", "would delete them",
+                            "retention shorter than the window")
     empty = tmp_path / "empty.duckdb"
     result = yc.ingest(yc.config(server.url), empty)
     h.assert_ok(result)
