@@ -85,20 +85,20 @@ def storage_error(path: Path | str, exc: BaseException, outcome: str = "") -> Yo
     name = Path(path).name
     if "No space left on device" in text or "Disk full" in text or "disk is full" in text:
         return YolocostError(f"{path}: disk full (no space left on device){outcome}")
-    if "Read-only file system" in text or "Permission denied" in text:
+    about_file = name in text  # DuckDB names the file (the database, its .wal or .tmp) it failed on
+    if about_file and ("Read-only file system" in text or "Permission denied" in text):
         reason = "read-only file system" if "Read-only file system" in text else "permission denied"
         if ".wal" in text:
             return YolocostError(f"{path}: cannot write the database: its folder {Path(path).parent} takes no new "
                                  f"file ({reason}; DuckDB writes {name}.wal beside the database){outcome}")
         return YolocostError(f"{path}: cannot write the database ({reason}){outcome}")
-    if ("Corrupt database file" in text or "checksum" in text.lower()
+    if ("Corrupt database file" in text or "does not match stored checksum" in text
             or isinstance(exc, duckdb.SerializationException)):
         return YolocostError(f"{path}: the database file is damaged ({first}); restore it from a backup or "
                              f"rebuild it from the raw data{outcome}")
     if isinstance(exc, duckdb.FatalException) or "database has been invalidated" in text:
         return YolocostError(f"{path}: DuckDB stopped on a fatal error while using the database ({first}){outcome}")
-    if isinstance(exc, (duckdb.IOException, duckdb.TransactionException)) and (
-            "Could not" in text or "Cannot open file" in text or "Failed to commit" in text or "IO Error" in text):
+    if isinstance(exc, (duckdb.IOException, duckdb.TransactionException)) and (about_file or "Failed to commit" in text):
         return YolocostError(f"{path}: cannot read or write the database ({first}){outcome}")
     return None
 
@@ -169,8 +169,8 @@ def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckd
     try:
         with storage_errors(path, "; nothing was changed"):
             _check_writable_folder(path)
-            with transaction(con):
-                create_schema(con)
+            create_schema(con)
+            with transaction(con):  # a migration is undone with the write it was made for
                 migrate_schema(con, path)
                 yield con
     except BaseException:
