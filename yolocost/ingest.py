@@ -426,7 +426,7 @@ class _Points:
         ts = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat))).astype(np.int64)
         value = np.array([v[1] for v in flat], dtype=np.float64)
         step, off_grid = np.divmod(ts - self.start - self.grain, self.grain)
-        if off_grid.any() or (step < 0).any() or (step >= self.steps).any():  # would land on another series' key
+        if len(step) and (off_grid.any() or step.min() < 0 or step.max() >= self.steps):  # another point's key
             raise ValueError("a point's time is not one of the query's steps")
         return sid * self.steps + step, value
 
