@@ -135,6 +135,18 @@ def test_a_damaged_block_during_build(sample_copy, tmp_path):
     assert not sample_copy.with_name(sample_copy.name + ".wal").exists()
 
 
+@pytest.mark.parametrize("command", [("build",), ("query", "SELECT count(*) FROM gpu_usage")])
+def test_a_damaged_header_when_the_database_is_opened(sample_copy, tmp_path, command):
+    with open(sample_copy, "r+b") as f:  # the first database header (after the file header)
+        f.seek(4096)
+        f.write(b"\x5a" * 64)
+    before = sha(sample_copy)
+    result = run(*command, db=sample_copy, cwd=tmp_path)
+    one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
+                   "in block at location 4096")
+    assert sha(sample_copy) == before
+
+
 # ---- mounts: a full disk, a read-only folder
 
 
