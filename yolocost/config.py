@@ -257,6 +257,18 @@ class _Parser:
         path = Path(self.string(key, value)).expanduser()
         return path if path.is_absolute() else self.base / path
 
+    def readable_file(self, key: str, value: Any) -> Path:
+        """A path to a file that exists and can be read (checked now, not at the first request)."""
+        path = self.path(key, value)
+        try:
+            with open(path, "rb"):
+                pass
+        except IsADirectoryError:
+            raise self.fail(key, f"{path} is a folder, not a file") from None
+        except OSError as exc:
+            raise self.fail(key, f"cannot read {path}: {exc.strerror}") from None
+        return path
+
     def secret(self, tbl: dict, prefix: str, name: str) -> Secret | None:
         """A credential given as `<name>_env` (variable name) or `<name>_file` (path)."""
         env_key, file_key = f"{name}_env", f"{name}_file"
@@ -274,6 +286,8 @@ class _Parser:
                 value = secret_path.read_text(encoding="utf-8").strip()
             except OSError as exc:
                 raise self.fail(f"{prefix}.{file_key}", f"cannot read {secret_path}: {exc.strerror}") from None
+            except UnicodeDecodeError:  # its text would show bytes of the secret: say only what is wrong
+                raise self.fail(f"{prefix}.{file_key}", f"{secret_path} is not UTF-8 text") from None
             if not value:
                 raise self.fail(f"{prefix}.{file_key}", f"{secret_path} is empty")
             return self.credential(f"{prefix}.{file_key}", str(secret_path), value)
@@ -476,7 +490,7 @@ class _Parser:
             bearer_token=self.secret(tbl, prefix, "bearer_token"),
             username=username,
             password=password,
-            ca_file=self.get(tbl, prefix, "ca_file", self.path, None),
+            ca_file=self.get(tbl, prefix, "ca_file", self.readable_file, None),
             insecure_skip_verify=self.get(tbl, prefix, "insecure_skip_verify", self.boolean, False),
             timeout_seconds=self.get(tbl, prefix, "timeout_seconds", lambda k, v: self.number(k, v, 1, 3600), 60.0),
             retries=retries,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from pathlib import Path
 from typing import Iterator
 
@@ -24,9 +25,14 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
     if read_only and not path.is_file():
         raise YolocostError(f"{path}: database not found (run `yolocost demo` or `yolocost load` first)")
     if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise YolocostError(f"{path}: cannot create the database's folder: {exc.strerror}") from None
+    _check_is_duckdb(path)
     try:
         options = {"enable_external_access": False} if sandboxed else {}
+        options.update(NO_EXTENSION_DOWNLOADS)
         if memory_limit:
             options["memory_limit"] = memory_limit
         options.update(settings or {})
@@ -35,9 +41,100 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
         first = str(exc).splitlines()[0]
         if "lock" in first.lower():
             raise YolocostError(f"{path}: database is in use by another yolocost process ({first})") from None
-        raise YolocostError(f"{path}: cannot open database: {first}") from None
+        raise storage_error(path, exc) or YolocostError(f"{path}: cannot open database: {first}") from None
+    except duckdb.Error as exc:
+        problem = storage_error(path, exc)
+        if problem is None:
+            raise
+        raise problem from None
     con.execute("SET TimeZone = 'UTC'")
     return con
+
+
+# DuckDB installs and loads an extension it knows of when a file or function needs one (a
+# SQLite file as the database: it downloads sqlite_scanner from the internet). yolocost needs
+# only the ones built into the package (parquet, icu, json).
+NO_EXTENSION_DOWNLOADS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def _check_is_duckdb(path: Path) -> None:
+    """Refuse a file that exists but is no DuckDB database (a SQLite file, a CSV, ...), naming it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise YolocostError(f"{path}: cannot read the database: {exc.strerror}") from None
+    if not head or head[8:12] == DUCKDB_MAGIC:  # an empty file DuckDB makes into a new database
+        return
+    kind = " (it is a SQLite database)" if head.startswith(b"SQLite format 3\0") else ""
+    raise YolocostError(f"{path}: not a DuckDB database{kind}; check [database] path or --db")
+
+
+def storage_error(path: Path | str, exc: BaseException, outcome: str = "") -> YolocostError | None:
+    """The one-line error for a DuckDB failure caused by the database file or the disk it is
+    on (full, read-only, damaged), naming the file and ending with `outcome` (what became of
+    the change); None for anything else (a query's own error, a bug), which must not be
+    disguised as bad input."""
+    if not isinstance(exc, duckdb.Error):
+        return None
+    first = " ".join((str(exc).splitlines() or [""])[0].split())
+    text = str(exc)
+    name = Path(path).name
+    if "No space left on device" in text or "Disk full" in text or "disk is full" in text:
+        return YolocostError(f"{path}: disk full (no space left on device){outcome}")
+    about_file = name in text  # DuckDB names the file (the database, its .wal or .tmp) it failed on
+    if about_file and ("Read-only file system" in text or "Permission denied" in text):
+        reason = "read-only file system" if "Read-only file system" in text else "permission denied"
+        if ".wal" in text:
+            return YolocostError(f"{path}: cannot write the database: its folder {Path(path).parent} takes no new "
+                                 f"file ({reason}; DuckDB writes {name}.wal beside the database){outcome}")
+        return YolocostError(f"{path}: cannot write the database ({reason}){outcome}")
+    if ("Corrupt database file" in text or "does not match stored checksum" in text
+            or isinstance(exc, duckdb.SerializationException)):
+        return YolocostError(f"{path}: the database file is damaged ({first}); restore it from a backup or "
+                             f"rebuild it from the raw data{outcome}")
+    if isinstance(exc, duckdb.FatalException) or "database has been invalidated" in text:
+        return YolocostError(f"{path}: DuckDB stopped on a fatal error while using the database ({first}){outcome}")
+    if isinstance(exc, (duckdb.IOException, duckdb.TransactionException)) and (about_file or "Failed to commit" in text):
+        return YolocostError(f"{path}: cannot read or write the database ({first}){outcome}")
+    return None
+
+
+@contextlib.contextmanager
+def storage_errors(path: Path | str, outcome: str = "") -> Iterator[None]:
+    """Turn DuckDB failures of the file or its disk inside the block into one line naming
+    the database; every other error passes unchanged."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        problem = storage_error(path, exc, outcome)
+        if problem is None:
+            raise
+        raise problem from None
+
+
+def _check_writable_folder(path: Path | str) -> None:
+    """DuckDB writes its log `<file>.wal` beside the database on every commit: a folder that
+    takes no new file fails the write only at the end, after all the work, so refuse first."""
+    import os
+
+    folder = Path(path).resolve().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        reason = "read-only file system" if _read_only_mount(folder) else "no write permission"
+        raise YolocostError(f"{path}: cannot write the database: its folder {folder} is not writable ({reason}; "
+                            f"DuckDB writes {Path(path).name}.wal beside the database)")
+
+
+def _read_only_mount(folder: Path) -> bool:
+    import os
+
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -47,7 +144,10 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     try:
         yield con
     except BaseException:
-        con.execute("ROLLBACK")
+        # after a fatal error DuckDB refuses the ROLLBACK too: the first error is the one to
+        # show, and an open transaction is discarded when the connection closes anyway
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
 
@@ -67,10 +167,19 @@ def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckd
     """A read-write connection with the raw tables in place, inside one transaction."""
     con = connect(path, memory_limit=memory_limit, settings=WRITE_SETTINGS)
     try:
-        create_schema(con)
-        with transaction(con):
-            yield con
-    finally:
+        with storage_errors(path, "; nothing was changed"):
+            _check_writable_folder(path)
+            create_schema(con)
+            with transaction(con):  # a migration is undone with the write it was made for
+                migrate_schema(con, path)
+                yield con
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # the first error is the one to show
+            con.close()
+        raise
+    # closing folds the log into the file; should that fail, the change is in the log already
+    # and the next connection folds it in
+    with storage_errors(path, f" while closing it; the change is committed in {Path(path).name}.wal"):
         con.close()
 
 
@@ -79,12 +188,67 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute((SQL_DIR / "schema.sql").read_text(encoding="utf-8"))
 
 
+# tables that hold nothing but a copy of the config, rewritten on every build
+CONFIG_TABLES = ("settings", "prices", "energy_prices")
+
+
+@functools.lru_cache(maxsize=1)
+def _expected_columns() -> dict[str, list[tuple[str, bool, str]]]:
+    """Each raw table's (column, nullable, type) in order, as schema.sql creates them."""
+    con = duckdb.connect(config=dict(NO_EXTENSION_DOWNLOADS))
+    try:
+        create_schema(con)
+        return _columns(con)
+    finally:
+        con.close()
+
+
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, bool, str]]]:
+    out: dict[str, list[tuple[str, bool, str]]] = {}
+    for table, column, nullable, kind in con.execute(
+        "SELECT table_name, column_name, is_nullable = 'YES', data_type FROM information_schema.columns "
+        "WHERE table_catalog = current_database() AND table_schema = 'main' ORDER BY table_name, ordinal_position"
+    ).fetchall():
+        out.setdefault(table, []).append((column, nullable, kind))
+    return out
+
+
+def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
+    """Bring the tables of a file written by an older yolocost up to the current schema.
+
+    The config tables are made anew (the build rewrites them anyway). A raw table that lacks
+    trailing columns which may be NULL gets them added (old rows hold no value there); a
+    raw table that lacks any other column cannot be completed in place: refused, naming it."""
+    found = _columns(con)
+    for table, wanted in _expected_columns().items():
+        have = [c for c, _, _ in found.get(table, [])]
+        names = [c for c, _, _ in wanted]
+        if have == names or not have:
+            continue
+        if table in CONFIG_TABLES:
+            con.execute(f"DROP TABLE {table}")
+            create_schema(con)
+            continue
+        missing = [(c, nullable, kind) for c, nullable, kind in wanted if c not in have]
+        if not missing:
+            continue
+        if names[:len(have)] != have or not all(nullable for _, nullable, _ in missing):
+            raise YolocostError(
+                f"{path}: the database was written by an older yolocost: table {table} lacks column(s) "
+                f"{', '.join(c for c, _, _ in missing)}, which cannot be added to its rows; load the raw data "
+                "into a new database (--db NEW.duckdb load/ingest)"
+            )
+        for column, _, kind in missing:
+            con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
+
+
 def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     """Replace the settings, prices and energy prices with those of the config."""
     t = config.thresholds
     con.execute("DELETE FROM settings")
-    con.execute(
-        "INSERT INTO settings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    con.execute(  # by name: a settings table migrated from an older file may order its columns otherwise
+        "INSERT INTO settings (cluster, timezone, currency, grain_seconds, busy_util_percent, idle_util_percent, "
+        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [config.cluster, config.timezone, config.currency, config.grain_seconds,
          t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
          t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern],
@@ -114,9 +278,13 @@ def exclusive(path: Path | str, what: str) -> Iterator[None]:
     import os
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(path.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise YolocostError(f"{path}: cannot create the lock file {lock.name} beside it in {path.absolute().parent} "
+                            f"({exc.strerror}); the folder must be writable") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -288,7 +288,7 @@ class _Fetcher:
                     if name is None:
                         queue(chunk, answer)
                         continue
-                    chunk.parts.append((name, out.arrays(answer)))
+                    chunk.parts.append((name, self._arrays(out, answer)))
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
                         out.keep_chunk(chunk.parts)
@@ -298,6 +298,15 @@ class _Fetcher:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return out
+
+    def _arrays(self, points: "_Points", answer: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+        """`points.arrays(answer)`; a point that is not a [time, "value"] pair on the query's
+        steps (no Prometheus sends one, a broken proxy might) stops the ingest, naming the server."""
+        try:
+            return points.arrays(answer)
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise self.client.malformed("/api/v1/query_range", 'a point is not a [time, "value"] pair of numbers '
+                                        "on the query's steps") from None
 
     def _usage(self, points: "_Points", attribution: Attribution) -> Columns:
         """Raw usage rows (as sums) per GPU x owner x interval from the per-series query answers."""
@@ -325,12 +334,16 @@ class _Fetcher:
                     ) from None
                 step //= 4
                 first = start + step
-        for s in result:
-            key = tuple(sorted(s["metric"].items()))
-            for t, v in s["values"]:
-                if key not in out or t >= out[key][0]:
-                    out[key] = (t, v)
-        return [{"metric": dict(k), "value": float(v)} for k, (t, v) in out.items()]
+        try:
+            for s in result:
+                key = tuple(sorted(s["metric"].items()))
+                for t, v in s["values"]:
+                    if key not in out or float(t) >= out[key][0]:
+                        out[key] = (float(t), v)
+            return [{"metric": dict(k), "value": float(v)} for k, (t, v) in out.items()]
+        except (TypeError, ValueError):  # no Prometheus sends such points; a broken proxy might
+            raise self.client.malformed("/api/v1/query_range", 'a point is not a [time, "value"] pair of '
+                                        "numbers") from None
 
     def _training(self, start: int, end: int) -> tuple[Columns, Columns]:
         self.say("reading training progress")
@@ -427,7 +440,10 @@ class _Points:
         flat = [v for s in result for v in s["values"]]
         ts = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat))).astype(np.int64)
         value = np.array([v[1] for v in flat], dtype=np.float64)
-        return sid * self.steps + (ts - self.start - self.grain) // self.grain, value
+        step, off_grid = np.divmod(ts - self.start - self.grain, self.grain)
+        if len(step) and (off_grid.any() or step.min() < 0 or step.max() >= self.steps):  # another point's key
+            raise ValueError("a point's time is not one of the query's steps")
+        return sid * self.steps + step, value
 
     def keep_chunk(self, parts: list[tuple[str, tuple[np.ndarray, np.ndarray]]]) -> None:
         """All answers of one chunk (a query may come in two parts: plain and joined GPUs)."""

@@ -70,6 +70,9 @@ class PrometheusClient:
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         elif config.ca_file is not None:
             s.verify = str(config.ca_file)
+        # given with each request: requests lets REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE replace
+        # a session's verify, and the config's TLS settings must win (None: requests' default)
+        self._verify = False if config.insecure_skip_verify else (str(config.ca_file) if config.ca_file else None)
         self.session = s
 
     def close(self) -> None:
@@ -86,14 +89,45 @@ class PrometheusClient:
         return BuildInfo(str(data.get("version") or "unknown") if isinstance(data, dict) else "unknown")
 
     def query(self, promql: str, at: float) -> list[dict]:
-        return self._call("POST", "/api/v1/query", {"query": promql, "time": _ts(at)})["result"]
+        path = "/api/v1/query"
+        return self._result(path, self._call("POST", path, {"query": promql, "time": _ts(at)}), "value")
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict]:
         params = {"query": promql, "start": _ts(start), "end": _ts(end), "step": _ts(step)}
-        return self._call("POST", "/api/v1/query_range", params)["result"]
+        path = "/api/v1/query_range"
+        return self._result(path, self._call("POST", path, params), "values")
 
     def series(self, match: str, start: float, end: float) -> list[dict]:
-        return self._call("POST", "/api/v1/series", {"match[]": match, "start": _ts(start), "end": _ts(end)})
+        path = "/api/v1/series"
+        data = self._call("POST", path, {"match[]": match, "start": _ts(start), "end": _ts(end)})
+        if not isinstance(data, list):
+            raise self.malformed(path, f"data is {_kind(data)}, not a list of label sets")
+        for labels in data:
+            if not _is_label_set(labels):
+                raise self.malformed(path, f"a label set is {_kind(labels)}, not an object of strings")
+        return data
+
+    # ---- answer shapes
+    def _result(self, path: str, data: Any, points: str) -> list[dict]:
+        """`data.result` of a query answer, each series checked to be {"metric": {...}, points: [...]}
+        (`value` for an instant query, `values` for a range query). The points themselves are
+        checked where they are converted, in one pass (see `malformed`)."""
+        if not isinstance(data, dict):
+            raise self.malformed(path, f"data is {_kind(data)}, not an object")
+        result = data.get("result")
+        if not isinstance(result, list):
+            raise self.malformed(path, f"data.result is {_kind(result)}, not a list")
+        for series in result:
+            if not isinstance(series, dict) or not _is_label_set(series.get("metric")):
+                raise self.malformed(path, f'a series is {_kind(series)} without a "metric" object of strings')
+            if not isinstance(series.get(points), list):
+                raise self.malformed(path, f'a series has {_kind(series.get(points))} as "{points}", not a list')
+        return result
+
+    def malformed(self, path: str, what: str) -> PrometheusError:
+        """The error for an answer of the wrong shape: valid JSON that no Prometheus API sends."""
+        return PrometheusError(f"Prometheus at {self.where} sent an answer of the wrong shape to {path}: {what}; "
+                               "is [prometheus] url a Prometheus-compatible API?")
 
     # ---- transport
     def _call(self, method: str, path: str, params: dict) -> Any:
@@ -111,9 +145,9 @@ class PrometheusClient:
         url = self.config.url + path
         try:
             if method == "GET":
-                r = self.session.get(url, params=params, timeout=self.config.timeout_seconds)
+                r = self.session.get(url, params=params, timeout=self.config.timeout_seconds, verify=self._verify)
             else:
-                r = self.session.post(url, data=params, timeout=self.config.timeout_seconds)
+                r = self.session.post(url, data=params, timeout=self.config.timeout_seconds, verify=self._verify)
         except requests.exceptions.SSLError as exc:
             raise PrometheusError(f"TLS error talking to Prometheus at {self.where}: {_first(exc)}") from None
         except requests.exceptions.Timeout:
@@ -122,6 +156,9 @@ class PrometheusClient:
             ) from None
         except requests.exceptions.ConnectionError as exc:
             raise _Transient(f"cannot reach Prometheus at {self.where}: {_reason(exc)}") from None
+        except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
+            raise _Transient(f"Prometheus at {self.where} sent an incomplete answer (the connection closed "
+                             "before the end of the body)") from None
         except (requests.exceptions.InvalidHeader, UnicodeError, ValueError):  # their text may hold a credential
             raise PrometheusError(f"cannot send a request to Prometheus at {self.where}: a credential or the URL "
                                   "holds characters an HTTP request cannot carry") from None
@@ -142,6 +179,9 @@ class PrometheusClient:
             if status in (502, 503, 504):
                 raise _Transient(f"Prometheus at {self.where} is unavailable (HTTP {status})")
             kind = r.headers.get("Content-Type", "unknown content").split(";")[0]
+            if body is None and kind == "application/json" and status == 200:
+                raise PrometheusError(f"Prometheus at {self.where} sent an answer that is not valid JSON (HTTP 200, "
+                                      f"{len(r.content):,} bytes; cut short?)")
             raise PrometheusError(
                 f"{self.where} does not answer like a Prometheus API (HTTP {status}, {kind}); check [prometheus] url"
             )
@@ -158,6 +198,17 @@ class PrometheusClient:
 
 class _Transient(Exception):
     """A failure worth retrying after a pause."""
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a message (never the value itself: it may be long)."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "missing or null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _is_label_set(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
 def _ts(value: float) -> str:

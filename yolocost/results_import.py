@@ -65,6 +65,8 @@ def read_results_csv(path: Path) -> list[dict[str, float | None]]:
             except ValueError:
                 raise DataError(f"{path}: line {n}, column {name}: {cell!r} is not a number") from None
             values[name] = value if value is not None and math.isfinite(value) else None
+            if name == "time" and value is not None:
+                _check_time(path, n, cell, value)
         if values["epoch"] is None or values["epoch"] != int(values["epoch"]) or values["epoch"] < 1:
             raise DataError(f"{path}: line {n}: epoch {row[header.index('epoch')]!r} is not a positive integer")
         values["epoch"] = int(values["epoch"])
@@ -73,6 +75,17 @@ def read_results_csv(path: Path) -> list[dict[str, float | None]]:
     if len(set(epochs)) != len(epochs):
         raise DataError(f"{path}: epoch {next(e for e in epochs if epochs.count(e) > 1)} appears twice")
     return out
+
+
+MAX_TIME = 10 * 366 * 86400  # seconds: a results.csv `time` beyond ten years is no training's
+
+
+def _check_time(path: Path, line: int, cell: str, value: float) -> None:
+    """`time` (seconds since the training started) dates each epoch: NaN, infinite, negative or
+    absurdly large values would date it wrongly (or not at all), so they stop the import."""
+    if not math.isfinite(value) or not 0 <= value <= MAX_TIME:
+        raise DataError(f"{path}: line {line}, column time: {cell.strip()!r} is not a number of seconds from 0 to "
+                        f"{MAX_TIME:,} (the seconds since the training started)")
 
 
 def epoch_values(row: dict[str, float | None]) -> dict[str, float | None]:
