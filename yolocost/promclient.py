@@ -90,7 +90,10 @@ class PrometheusClient:
 
     def query(self, promql: str, at: float) -> list[dict]:
         path = "/api/v1/query"
-        return self._result(path, self._call("POST", path, {"query": promql, "time": _ts(at)}), "value")
+        data = self._call("POST", path, {"query": promql, "time": _ts(at)})
+        # an instant query of a range selector answers a matrix: raw samples under "values"
+        matrix = isinstance(data, dict) and data.get("resultType") == "matrix"
+        return self._result(path, data, "values" if matrix else "value")
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict]:
         params = {"query": promql, "start": _ts(start), "end": _ts(end), "step": _ts(step)}

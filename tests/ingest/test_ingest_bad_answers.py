@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import math
+import re
 import threading
 import urllib.parse
 
@@ -46,6 +48,9 @@ class _Server(http.server.BaseHTTPRequestHandler):
             self._send(_json({"version": "2.42.0"}))
         elif path == "/api/v1/series":
             self._send(_json([{**GPU, "__name__": (form.get("match[]") or [""])[0].split("{")[0]}]))
+        elif path == "/api/v1/query" and "vector(0)" in promql:  # the store probe's subquery checks
+            self._send(_json({"resultType": "vector", "result": [{"metric": {}, "value": [
+                float(form["time"][0]), str(_subquery_answer(promql, float(form["time"][0])))]}]}))
         elif path == "/api/v1/query":
             self._send(_json({"resultType": "vector", "result": []}))
         else:  # every range query: no points
@@ -62,6 +67,16 @@ class _Server(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def _subquery_answer(promql: str, at: float) -> float:
+    """What Prometheus 3 answers to the probe's `vector(0)` subqueries: the last step on a
+    multiple of the step, or the number of steps in the left-open range."""
+    rng, step = (int(x) for x in re.search(r"\[(\d+)s:(\d+)s\]", promql).groups())
+    last = math.floor(at / step) * step
+    if promql.startswith("max_over_time"):
+        return last
+    return sum(1 for k in range(rng // step + 1) if last - k * step > at - rng)
 
 
 RANGE, INSTANT, SERIES = "/api/v1/query_range", "/api/v1/query", "/api/v1/series"
