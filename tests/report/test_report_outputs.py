@@ -101,6 +101,53 @@ def test_a_full_disk_leaves_the_earlier_set_and_no_temporary_file(workdir):
         assert _temporaries(reports) == []
 
 
+def test_a_full_disk_while_printing_pdfs_leaves_the_earlier_set(workdir, monkeypatch):
+    """The PDFs print in worker processes: their failed write is the same one line."""
+    from conftest import require_tools
+
+    require_tools(chromium=True)
+    folder, db = workdir
+    reports = folder / "reports"
+    with tmpfs(reports, size="400k") as cannot_mount:  # a few hundred kB: not even the admin PDF fits
+        before = _earlier_set(reports / MONTH)
+        if cannot_mount is None:
+            result = _run([*db, "report", "--month", MONTH, "--format", "pdf", "--audience", "admin"], folder)
+            assert _one_error(result) == f"error: {reports / MONTH}: cannot write: No space left on device"
+        else:
+            # Fault injection (no tmpfs can be mounted here: see `cannot_mount`; a file size limit
+            # would stop Chromium itself): printed in this process, WeasyPrint's write fails with
+            # ENOSPC after writing part of the file.
+            import errno
+
+            from yolocost.errors import YolocostError
+            from yolocost.report import pdf, render_reports
+
+            print(f"no tmpfs ({cannot_mount}): an ENOSPC from write_pdf stands in for a full disk")
+
+            def full(html, out):
+                Path(out).write_bytes(b"%PDF-1.7 partial")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+            monkeypatch.setattr(pdf.Printer.__init__, "__defaults__", (1,))
+            monkeypatch.setattr(pdf, "write_pdf", full)
+            config = _config(folder, db)
+            with pytest.raises(YolocostError) as info:
+                render_reports(config, MONTH, ["admin"], ["pdf"])
+            assert str(info.value) == f"{reports / MONTH}: cannot write: No space left on device"
+        assert _contents(reports / MONTH) == before
+        assert _temporaries(reports) == []
+
+
+def _config(folder: Path, db: list[str]):
+    """The workdir's config as the CLI reads it there (reports in ./reports, the sample database)."""
+    import dataclasses
+
+    from yolocost.config import load_config
+
+    config = load_config(folder / "yolocost.toml").with_database(Path(db[1]))
+    return dataclasses.replace(config, report_dir=folder / "reports")
+
+
 def test_a_read_only_month_folder_is_one_line(workdir, monkeypatch):
     folder, db = workdir
     month = folder / "reports" / MONTH
@@ -126,11 +173,7 @@ def test_a_read_only_month_folder_is_one_line(workdir, monkeypatch):
                 raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(Path(dir) / ".report-x.tmp"))
 
             monkeypatch.setattr(tempfile, "mkdtemp", read_only)
-            import dataclasses
-
-            from yolocost.config import load_config
-            config = dataclasses.replace(load_config(folder / "yolocost.toml"), report_dir=folder / "reports")
-            config = config.with_database(Path(db[1]))
+            config = _config(folder, db)
             with pytest.raises(YolocostError, match=r"cannot write: Read-only file system"):
                 render_reports(config, MONTH, ["admin"], ["html"])
         assert _contents(month) == before
