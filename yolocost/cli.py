@@ -222,7 +222,9 @@ def report(state: State, month, audiences, formats, templates_dir):
     admin.html/.pdf shows every project side by side for the department admins;
     project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
     as the project's share. The HTML is one self-contained file with interactive charts
-    that opens offline; the PDF (A4) carries the same charts as vector graphics.
+    that opens offline; the PDF (A4) carries the same charts as vector graphics. The set is
+    written whole or not at all (a failure leaves the earlier reports), and the reports of
+    projects that held no GPU in the month are removed; other files stay.
 
     \b
     Examples:
@@ -393,7 +395,6 @@ def export_finance_command(state: State, month, out):
       yolocost export finance --month 2026-10 -o finance.csv
     """
     from .finance import export_finance as run_export
-
     from .outputs import is_stdout
 
     result = run_export(state.config, month, Path(out) if out else None)
