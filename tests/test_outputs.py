@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from builders import job_row, usage_row, write_raw, yolocost
-from smallfs import file_size_limit, fill, tmpfs
+from smallfs import file_size_limit, fill, remount_read_only, tmpfs
 
 CONFIG = """
 [cluster]
@@ -159,6 +159,47 @@ def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_file(lab, tmp_pa
         assert "Traceback" not in stderr
         assert (folder / "result.csv").read_text() == "old\n"
         assert _leftovers(folder) == []
+
+
+def test_a_file_in_a_folder_that_allows_no_new_file_is_rewritten_in_place(lab, tmp_path, monkeypatch):
+    """A file prepared for the output in a folder we may not write (the temporary file cannot
+    be made beside it) is still written, in place; a new file there is one line of error."""
+    folder = tmp_path / "locked"
+    prepared = tmp_path / "prepared.csv"
+    prepared.write_text("old\n")
+    with tmpfs(folder, size="1m") as cannot_mount:
+        if cannot_mount is None:
+            # root ignores permission bits: a read-only folder with a writable file bind-mounted into it
+            (folder / "result.csv").write_text("")
+            remount_read_only(folder)
+            subprocess.run(["mount", "--bind", str(prepared), str(folder / "result.csv")], check=True)
+            try:
+                done = _query(lab, folder / "result.csv")
+                assert done.returncode == 0, done.stderr
+                refused = _query(lab, folder / "new.csv")
+            finally:
+                subprocess.run(["umount", str(folder / "result.csv")], check=True)
+            assert prepared.read_bytes() == QUERY_CSV.encode()
+            assert refused.returncode == 2
+            assert refused.stderr.decode().splitlines()[-1] == (
+                f"error: {folder / 'new.csv'}: cannot write: Read-only file system")
+        else:
+            # Fault injection (no tmpfs can be mounted here: see `cannot_mount`): creating the
+            # temporary file fails with EACCES, as in a folder without write permission.
+            import errno
+
+            from yolocost import outputs
+
+            print(f"no tmpfs ({cannot_mount}): an EACCES from the temporary file stands in")
+
+            def denied(target):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
+
+            monkeypatch.setattr(outputs, "_create_temporary", denied)
+            outputs.write_output(prepared, QUERY_CSV)
+            assert prepared.read_bytes() == QUERY_CSV.encode()
+            with pytest.raises(outputs.YolocostError, match="cannot write: Permission denied"):
+                outputs.write_output(tmp_path / "new.csv", QUERY_CSV)
 
 
 def test_a_folder_is_refused_in_one_line(lab, tmp_path):

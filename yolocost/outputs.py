@@ -5,6 +5,9 @@ One rule for every command that writes a user-named file:
 - a regular file, or a path that does not exist yet, is replaced atomically: the content
   goes into a temporary file in the same folder, is flushed to disk (fsync) and renamed
   over the target, so a reader never sees half a file and a failure leaves the old one;
+- an existing file in a folder that allows no new file (no write permission, or the file
+  bind-mounted writable into a read-only folder) is rewritten in place: not atomic, but what
+  the permissions allow;
 - a symbolic link is written through: the file it points at (resolved to the end of the
   chain) is replaced atomically beside itself, and the link stays a link;
 - a character device, FIFO or socket (`-o /dev/stdout`, `/dev/null`, a named pipe) is
@@ -21,13 +24,13 @@ denied, read-only file system, ...) is the one line `PATH: cannot write: <reason
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
 import stat
 import sys
 from pathlib import Path
-from typing import Iterator
 
 from .errors import YolocostError
 
@@ -125,37 +128,49 @@ def replace_atomically(target: Path, data: bytes) -> None:
     """Replace the regular file `target` (or create it) in one rename; raises OSError.
 
     The new file keeps the old one's permission bits (a new one gets 0666 less the umask,
-    as any file the user's shell creates)."""
-    with temporary_beside(target) as (fd, tmp):
-        with os.fdopen(fd, "wb", closefd=False) as handle:
+    as any file the user's shell creates). Where the folder allows no new file but the
+    existing target may be written (a file prepared for us in a folder we may not write),
+    the target is rewritten in place instead: not atomic, but what the permissions allow."""
+    try:
+        fd, tmp = _create_temporary(target)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and target.is_file() and os.access(target, os.W_OK):
+            _rewrite_in_place(target, data)
+            return
+        raise
+    try:
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         with contextlib.suppress(FileNotFoundError):
             os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # keep the old file's permissions
         os.replace(tmp, target)
+    except BaseException:  # disk full, Ctrl-C, ...: no temporary file stays behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
     _sync_folder(target.parent)
 
 
-@contextlib.contextmanager
-def temporary_beside(target: Path) -> Iterator[tuple[int, Path]]:
-    """A hidden temporary file `.<name>.XXXX.tmp` in the target's folder, removed unless it
-    was renamed away (on any error, Ctrl-C included)."""
+def _create_temporary(target: Path) -> tuple[int, Path]:
+    """A new hidden file `.<name>.XXXXXXXX.tmp` in the target's folder, open for writing."""
     for _ in range(100):
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
         except FileExistsError:
             continue
-    else:  # pragma: no cover - 100 random names all taken
-        raise FileExistsError(f"{target.parent}: no free temporary file name")
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))  # pragma: no cover
+
+
+def _rewrite_in_place(target: Path, data: bytes) -> None:
+    fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
     try:
-        yield fd, tmp
+        _write_all(fd, data)
+        os.fsync(fd)
     finally:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
 
 
 def _sync_folder(folder: Path) -> None:
