@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,21 @@ def test_stale_project_reports_are_removed_and_other_files_kept(workdir, tmp_pat
     (month / "admin.html").unlink()
     (month / "admin.html").symlink_to(elsewhere)
 
+    # what runs killed outright (SIGKILL) left: a staging folder and an older version's temporary file,
+    # dated two hours back; one of a run that may still be going (just now) is not touched
+    killed = [month / ".report-k1ll3d.tmp", month / ".project-gone.pdf.tmp", month / ".report-running.tmp"]
+    killed[0].mkdir()
+    (killed[0] / "admin.html").write_text("half", encoding="utf-8")
+    killed[1].write_text("half", encoding="utf-8")
+    killed[2].mkdir()
+    two_hours_ago = time.time() - 7200
+    for path in killed[:2]:
+        os.utime(path, (two_hours_ago, two_hours_ago))
+
     result = _run([*db, "report", "--month", MONTH, "--audience", "admin", "--format", "html"], folder)
     assert result.returncode == 0, result.stderr
+    assert not killed[0].exists() and not killed[1].exists() and killed[2].is_dir()
+    killed[2].rmdir()
     for name in ("project-gone.html", "project-gone.pdf"):
         assert not (month / name).exists()
         assert f"removed stale report {month / name} (no project of that name held a GPU in {MONTH})" in result.stderr

@@ -319,11 +319,16 @@ def _move_into_place(staged: list[Path], folder: Path, progress: Progress) -> li
 
 
 STALE_REPORT = re.compile(r"project-.+\.(?:html|pdf)")
+# what a run killed outright (SIGKILL, power loss) left: its staging folder, or the temporary
+# file of a report written in place by an earlier version
+LEFT_BEHIND = re.compile(r"\.report-.+\.tmp|\.(?:admin|project-.+)\.(?:html|pdf)\.tmp")
+LEFT_BEHIND_AGE = 3600.0  # s: older than any run, so never another run's work in progress
 
 
 def _remove_stale(folder: Path, projects: Sequence[str], month: str, progress: Progress) -> list[Path]:
     """Remove the project reports of projects the month no longer holds (`project-*.html` and
-    `.pdf`, names only yolocost gives; other files in the folder are left alone)."""
+    `.pdf`, names only yolocost gives; other files in the folder are left alone), and what
+    runs killed outright left behind over an hour ago."""
     current = {f"project-{s}" for s in project_slugs(projects).values()}
     removed = []
     for path in sorted(folder.iterdir()):
@@ -331,7 +336,17 @@ def _remove_stale(folder: Path, projects: Sequence[str], month: str, progress: P
             path.unlink()
             removed.append(path)
             progress(f"removed stale report {path} (no project of that name held a GPU in {month})")
+        elif LEFT_BEHIND.fullmatch(path.name) and not path.is_symlink() and _age(path) > LEFT_BEHIND_AGE:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            progress(f"removed {path}, left behind by a report run that was killed")
     return removed
+
+
+def _age(path: Path) -> float:
+    return time.time() - path.stat().st_mtime
 
 
 def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
