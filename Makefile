@@ -23,7 +23,7 @@ install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 
 demo: install
-	$(BIN)/yolocost demo
+	$(BIN)/yolocost demo --force
 
 # the bench extra brings torch; pinned so pip keeps the torch the tests were run with
 install-test: $(BIN)/python

@@ -28,7 +28,7 @@ def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
     # a rerun replaces the demo database cleanly; without Chromium it still succeeds, HTML only, and says why
     empty = tmp_path / "empty-path"
     empty.mkdir()
-    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
+    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out), "--force"],
                             env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -65,6 +65,25 @@ def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
                             cwd=out, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"job-\d{6}", listed.stdout)
+
+
+def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):
+    """`demo --out` into a folder holding a config and a database would overwrite both:
+    refused in one line naming the folder, and nothing in it changes."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "yolocost.toml").write_text('[cluster]\nname = "production"\n', encoding="utf-8")
+    (out / "yolocost.duckdb").write_bytes(b"not the demo's")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: {out}: folder is not empty (yolocost.duckdb, yolocost.toml); give --force to replace the demo's "
+        "config, database and reports there, or choose another --out"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    helped = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--help"], capture_output=True, text=True)
+    assert "--force" in helped.stdout
 
 
 def test_summary_escapes_hostile_labels(built_db, tmp_path):

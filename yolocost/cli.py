@@ -95,13 +95,16 @@ def main(ctx: click.Context, config_path, database, quiet, debug):
 @main.command()
 @click.option("--out", "out_dir", default="yolocost-demo", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the demo config, database and summary.")
+@click.option("--force", is_flag=True,
+              help="Use a folder that is not empty, replacing the demo's config, database and reports there.")
 @pass_state
-def demo(state: State, out_dir):
+def demo(state: State, out_dir, force):
     """Build a database, a summary and the reports from the bundled sample month.
 
     Needs no Prometheus: loads sample_data/ (a synthetic 48-GPU cluster, October 2026)
     into OUT/yolocost.duckdb and writes OUT/reports/2026-10/: summary.html and the
     admin and per-project reports as HTML, and as PDF where Chromium is installed.
+    A folder that is not empty is refused unless --force is given.
 
     \b
     Example:
@@ -112,7 +115,7 @@ def demo(state: State, out_dir):
     from .demo import run_demo
 
     started = time.monotonic()
-    result = run_demo(Path(out_dir), state.log)
+    result = run_demo(Path(out_dir), state.log, force=force)
     state.log(f"done in {time.monotonic() - started:.1f} s")
     click.echo(f"Demo ready in {result.folder}")
     click.echo(f"  config:   {result.config}")
@@ -247,7 +250,9 @@ def report(state: State, month, audiences, formats, templates_dir):
     admin.html/.pdf shows every project side by side for the department admins;
     project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
     as the project's share. The HTML is one self-contained file with interactive charts
-    that opens offline; the PDF (A4) carries the same charts as vector graphics.
+    that opens offline; the PDF (A4) carries the same charts as vector graphics. The set is
+    written whole or not at all (a failure leaves the earlier reports), and the reports of
+    projects that held no GPU in the month are removed; other files stay.
 
     \b
     Examples:
@@ -281,7 +286,9 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
 @click.argument("target")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter (repeatable).")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the result to this file instead of stdout.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the result to this file instead of stdout (replaced atomically; a symlink is written "
+                   "through, a device such as /dev/stdout written in place).")
 @click.option("--write", is_flag=True, help="Open the database read-write (default: read-only).")
 @click.option("--queries-dir", type=click.Path(file_okay=False, exists=True), help="Extra folder of named queries.")
 @pass_state
@@ -305,10 +312,9 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
                                 timezone=state.config.timezone)
     text = queries.FORMATTERS[fmt](columns, rows)
     if output:
-        try:
-            Path(output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise YolocostError(f"{output}: cannot write: {exc.strerror}") from None
+        from .outputs import write_output
+
+        write_output(output, text if text.endswith("\n") else text + "\n")
         state.log(f"wrote {len(rows)} rows to {output}")
     else:
         click.echo(text, nl=not text.endswith("\n"))
@@ -402,7 +408,8 @@ def export_group():
 @export_group.command("finance")
 @click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False),
-              help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv).")
+              help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv); replaced atomically, "
+                   "a symlink written through, a device such as /dev/stdout written in place.")
 @pass_state
 def export_finance_command(state: State, month, out):
     """Write a month's finance CSV: FOCUS v1.2 columns, one row per day x project x GPU model.
@@ -416,9 +423,12 @@ def export_finance_command(state: State, month, out):
       yolocost export finance --month 2026-10 -o finance.csv
     """
     from .finance import export_finance as run_export
+    from .outputs import is_stdout
 
     result = run_export(state.config, month, Path(out) if out else None)
-    click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})")
+    # with `-o /dev/stdout` the CSV is the output: the summary line goes to stderr
+    click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})",
+               err=out is not None and is_stdout(out))
 
 
 @main.command()
@@ -474,15 +484,19 @@ def config_check(state: State):
 
 @main.command(name="import-results")
 @click.argument("directories", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--replace", is_flag=True,
+              help="Replace the training progress and results the database already holds for these jobs.")
 @pass_state
-def import_results_command(state: State, directories):
+def import_results_command(state: State, directories, replace):
     """Load Ultralytics run folders into the training tables, without Prometheus.
 
     Each DIR is a `yolocost bench run` folder (results.csv and its run record with labels,
     epoch end times and the final mAP of the best weights) or a plain Ultralytics training
     folder (results.csv only; its job id is the folder name and its result the best epoch).
     Fills training_progress, job_results and, where the labels are known, jobs, in one
-    transaction; bad input changes nothing.
+    transaction; bad input changes nothing. A job whose training progress or results the
+    database already holds (an earlier import, or a folder named like an ingested job) is
+    refused unless --replace is given.
 
     \b
     Example:
@@ -490,7 +504,7 @@ def import_results_command(state: State, directories):
     """
     from .results_import import import_results
 
-    result = import_results(state.config, [Path(d) for d in directories], state.log)
+    result = import_results(state.config, [Path(d) for d in directories], state.log, replace=replace)
     click.echo(f"imported {len(result.jobs)} run(s) ({result.epochs} epochs, {result.with_labels} with labels) "
                f"into {state.config.database}: {', '.join(result.jobs)}")
 

@@ -29,18 +29,23 @@ class DemoResult:
     pdf_skipped: str | None = None  # why the demo wrote no PDF, if it did not
 
 
-def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None) -> DemoResult:
+def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None, force: bool = False) -> DemoResult:
     """Copy the demo config into `out_dir`, load the sample month into a fresh database
     there (replacing an earlier demo database only once the new one is complete) and
     render the month's summary and its reports: HTML always, PDF too where Chromium and
     WeasyPrint are installed (about half a minute more); without them the demo says why
-    and still succeeds."""
+    and still succeeds. A folder that is not empty is refused unless `force` says that
+    the demo's own files in it (config, database, reports) may be replaced."""
     from .report import render_reports
     from .report.pdf import check_weasyprint, find_chromium
 
     sample = shipped_dir("sample_data")
     out_dir = Path(out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_demo_folder(out_dir, force)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise YolocostError(f"{out_dir}: cannot create the demo folder: {exc.strerror}") from None
     config_path = out_dir / "yolocost.toml"
     shutil.copyfile(sample / "yolocost.toml", config_path)
     config = load_config(config_path)
@@ -68,3 +73,18 @@ def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None) ->
     result = render_reports(config, DEMO_MONTH, ["all"], formats, progress=progress)
     return DemoResult(out_dir, config_path, final_db, summary, loaded.usage_rows, loaded.jobs,
                       list(result.files), result.folder, skipped)
+
+
+def check_demo_folder(out_dir: Path, force: bool) -> None:
+    """Refuse a folder that already holds files (an earlier demo, or anything else) unless
+    `force`: the demo would overwrite its yolocost.toml, database and reports."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise YolocostError(f"{out_dir}: is a file, not a folder")
+    try:
+        entries = sorted(p.name for p in out_dir.iterdir()) if out_dir.is_dir() else []
+    except OSError as exc:
+        raise YolocostError(f"{out_dir}: cannot read the demo folder: {exc.strerror}") from None
+    if entries and not force:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise YolocostError(f"{out_dir}: folder is not empty ({shown}); give --force to replace the demo's "
+                            "config, database and reports there, or choose another --out")

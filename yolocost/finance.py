@@ -57,9 +57,7 @@ import csv
 import datetime as dt
 import io
 import math
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -71,6 +69,7 @@ from . import db
 from .config import Config
 from .errors import YolocostError
 from .money import allocate, minor_unit
+from .outputs import write_output
 from .queries import csv_safe
 
 FOCUS_MANDATORY_COLUMNS = (
@@ -342,23 +341,9 @@ def default_path(config: Config, month: str) -> Path:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    """Replace `path` in one step, so a reader never sees half a file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise YolocostError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise YolocostError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace `path` in one step, so a reader never sees half a file; a symlink is written
+    through and /dev/stdout written in place (yolocost.outputs)."""
+    write_output(path, text, make_parents=True)
 
 
 def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> FinanceExport:

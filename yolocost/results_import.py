@@ -189,14 +189,23 @@ def _job(run: _Run, config: Config) -> tuple:
             rec.epochs, rec.imgsz, rec.batch)
 
 
-def import_results(config: Config, folders: Iterable[Path], progress: Progress = lambda _: None) -> ImportResult:
-    """Load the run folders into the configured database in one transaction."""
+def import_results(config: Config, folders: Iterable[Path], progress: Progress = lambda _: None,
+                   replace: bool = False) -> ImportResult:
+    """Load the run folders into the configured database in one transaction. A job whose
+    training progress or results the database already holds is refused unless `replace`."""
     runs = [_read_run(Path(f)) for f in folders]
     seen: dict[str, Path] = {}
     for run in runs:
         if run.job_id in seen:
             raise DataError(f"{run.folder} and {seen[run.job_id]} are both job {run.job_id}")
         seen[run.job_id] = run.folder
+    stored = stored_results(config, list(seen))
+    if stored and not replace:
+        held = "; ".join(f"{job} ({what})" for job, what in stored.items())
+        raise DataError(f"{config.database} already holds training results of {len(stored)} job(s): {held}; "
+                        "give --replace to replace them")
+    for job, what in stored.items():
+        progress(f"replacing the stored training results of job {job} ({what})")
     progress_rows, results, jobs = [], [], []
     for run in runs:
         times = _epoch_times(run, progress)
@@ -215,6 +224,39 @@ def import_results(config: Config, folders: Iterable[Path], progress: Progress =
         _write_raw(folder, {"training_progress": progress_rows, "job_results": results, "jobs": jobs})
         load_parquet_dir(config, folder, progress)
     return ImportResult([r.job_id for r in runs], sum(len(r.rows) for r in runs), len(jobs))
+
+
+def stored_results(config: Config, job_ids: list[str]) -> dict[str, str]:
+    """For each of the jobs whose training progress or results the database holds, what it
+    holds ('3 epochs, mAP50 0.41, mAP50-95 0.21'), in job id order; {} without a database."""
+    if not Path(config.database).is_file() or not job_ids:
+        return {}
+    con = db.connect(config.database, read_only=True)
+    try:
+        rows = con.execute(
+            "WITH ids AS (SELECT unnest(?::VARCHAR[]) AS job_id), "
+            "progress AS (SELECT job_id, count(DISTINCT epoch) AS epochs FROM training_progress "
+            "             WHERE job_id IN (SELECT job_id FROM ids) GROUP BY ALL) "
+            "SELECT ids.job_id, progress.epochs, r.job_id IS NOT NULL, r.map50, r.map50_95 FROM ids "
+            "LEFT JOIN progress USING (job_id) LEFT JOIN job_results r USING (job_id) "
+            "WHERE progress.job_id IS NOT NULL OR r.job_id IS NOT NULL ORDER BY ids.job_id",
+            [job_ids],
+        ).fetchall()
+    except duckdb.CatalogException:  # a database without the training tables holds none
+        return {}
+    finally:
+        con.close()
+    return {job: _held(epochs, has_result, map50, map50_95) for job, epochs, has_result, map50, map50_95 in rows}
+
+
+def _held(epochs: int | None, has_result: bool, map50: float | None, map50_95: float | None) -> str:
+    parts = [f"{epochs} epoch(s)" if epochs else "no epochs"]
+    if has_result:
+        parts += [f"mAP50 {map50:.4f}" if map50 is not None else "mAP50 -",
+                  f"mAP50-95 {map50_95:.4f}" if map50_95 is not None else "mAP50-95 -"]
+    else:
+        parts.append("no final mAP")
+    return ", ".join(parts)
 
 
 def _write_raw(folder: Path, rows: dict[str, list[tuple]]) -> None:

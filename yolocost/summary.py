@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import db, finance
 from .config import Config
+from .outputs import write_output
 from .templating import environment, template_errors
 
 
@@ -34,7 +35,7 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
         billed_total = billed.total if billed else None
     finally:
         con.close()
-    with template_errors():
+    with template_errors(config.templates_dir):
         html = environment(config.templates_dir, config.currency).get_template("summary.html").render(
             month=month,
             cluster=cluster[0] if cluster else None,
@@ -44,6 +45,4 @@ def write_summary(config: Config, month: str, out_path: Path) -> Path:
             cluster_name=config.cluster,
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         )
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(html, encoding="utf-8")
-    return out_path
+    return write_output(out_path, html, make_parents=True)

@@ -38,8 +38,8 @@ def _config(tmp_path: Path) -> Path:
     return config
 
 
-def _import(config: Path, *folders: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "import-results",
+def _import(config: Path, *folders: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "import-results", *flags,
                            *map(str, folders)], capture_output=True, text=True, timeout=120)
 
 
@@ -115,7 +115,7 @@ def test_bad_input_changes_nothing(tmp_path, damage, message):
     stamp = os.stat(db).st_mtime_ns
     bad = _folder(tmp_path / "bad", rows=ROWS[:1])
     damage(bad)
-    result = _import(config, tmp_path / "good", bad)
+    result = _import(config, tmp_path / "good", bad, flags=("--replace",))  # "good" is stored: a repeat
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert lines[-1].startswith("error: ") and message in lines[-1], result.stderr
@@ -124,6 +124,37 @@ def test_bad_input_changes_nothing(tmp_path, damage, message):
     assert after == before
     if message != "fractions between 0 and 1":  # refused before the database was opened
         assert os.stat(db).st_mtime_ns == stamp
+
+
+def test_a_stored_job_is_not_replaced_without_replace(tmp_path):
+    """A run folder named like a job the database holds (an earlier import, or an ingested
+    job) would silently replace its epochs and mAP: refused, naming what is stored."""
+    config = _config(tmp_path)
+    assert _import(config, _folder(tmp_path / "first" / "train3")).returncode == 0
+    db = tmp_path / "db.duckdb"
+    tables = ("training_progress", "job_results", "jobs")
+    before = {t: _rows(db, f"SELECT * FROM {t} ORDER BY ALL") for t in tables}
+    stamp = os.stat(db).st_mtime_ns
+    # another training folder that Ultralytics also named train3: 2 epochs, mAP50 0.50
+    other = ("1,11.0,1.9,2.1,1.3,0.2,0.1,0.20,0.10,1.8,2.0,1.2,0.01,0.01,0.01",
+             "2,22.0,1.7,1.8,1.2,0.4,0.3,0.50,0.30,1.6,1.7,1.1,0.008,0.008,0.008")
+    again = _folder(tmp_path / "second" / "train3", rows=other)
+    fresh = _folder(tmp_path / "second" / "train9")
+    refused = _import(config, fresh, again)
+    assert refused.returncode == 2, refused.stderr
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error")]
+    assert errors == [f"error: {db} already holds training results of 1 job(s): train3 (3 epoch(s), mAP50 0.4100, "
+                      "mAP50-95 0.2100); give --replace to replace them"], refused.stderr
+    assert {t: _rows(db, f"SELECT * FROM {t} ORDER BY ALL") for t in tables} == before
+    assert os.stat(db).st_mtime_ns == stamp  # refused before the database was opened for writing
+
+    replaced = _import(config, fresh, again, flags=("--replace",))
+    assert replaced.returncode == 0, replaced.stderr
+    assert "replacing the stored training results of job train3 (3 epoch(s)" in replaced.stderr
+    assert _rows(db, "SELECT job_id, map50, map50_95, best_epoch FROM job_results ORDER BY 1") == [
+        ("train3", 0.50, 0.30, 2), ("train9", 0.41, 0.21, 2)]
+    assert _rows(db, "SELECT job_id, count(DISTINCT epoch), count(*) FROM training_progress GROUP BY 1 ORDER BY 1") == [
+        ("train3", 2, 2 * 13), ("train9", 3, 3 * 13)]
 
 
 def _edited_record(folder: Path, **fields) -> None:

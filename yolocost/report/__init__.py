@@ -13,19 +13,23 @@ print.css, charts.js), each of which a user's templates folder may override by f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
 import re
+import shutil
+import tempfile
 import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import db
 from ..config import Config
 from ..errors import YolocostError
+from ..outputs import cannot_write, write_output
 from ..templating import environment, template_errors
 from . import charts, data
 from . import html as html_out
@@ -70,6 +74,7 @@ class ReportResult:
     html_seconds: float = 0.0
     pdf_seconds: float = 0.0
     charts: int = 0
+    removed: list[Path] = field(default_factory=list)  # stale reports of projects no longer in the month
 
 
 # --------------------------------------------------------------------------- names
@@ -176,7 +181,7 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
 def _report_done(paths: Iterable[Path], result: ReportResult, progress: Progress) -> None:
     for path in paths:
         result.files.append(path)
-        progress(f"wrote {path}")
+        progress(f"rendered {path.name}")
 
 
 def preflight(config: Config, formats: Sequence[str] | str = FORMATS,
@@ -227,7 +232,8 @@ def render_reports(
         if month not in known:
             have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
             raise YolocostError(f"{config.database}: no data for {month}{have}")
-        chosen = resolve_audiences(list(audiences), data.month_projects(con, month), month)
+        projects = data.month_projects(con, month)
+        chosen = resolve_audiences(list(audiences), projects, month)
         reports = {}
         for audience in chosen:
             progress(f"reading the marts for the {audience.label} report")
@@ -242,7 +248,7 @@ def render_reports(
     except OSError as exc:
         raise YolocostError(f"{folder}: cannot create the month's reports folder: {exc.strerror}") from None
     env = environment(templates, config.currency)
-    with template_errors():
+    with template_errors(templates):
         page = env.get_template("report.html")
     result = ReportResult(month, folder, audiences=chosen, formats=formats)
     started = time.monotonic()
@@ -250,9 +256,97 @@ def render_reports(
     result.charts = sum(len(f) for f in figures.values())
     progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")
 
-    with template_errors():
-        _render(config, month, chosen, formats, reports, figures, page, folder, result, chromium, progress)
+    with output_errors(folder), staging_folder(folder) as staging:
+        with template_errors(templates):
+            _render(config, month, chosen, formats, reports, figures, page, staging, result, chromium, progress)
+        result.files = _move_into_place(result.files, folder, progress)
+        result.removed = _remove_stale(folder, projects, month, progress)
     return result
+
+
+# --------------------------------------------------------------------------- writing the set
+#
+# A month's set is rendered into a hidden folder inside the month folder and moved into place
+# only once every file of it is complete: a failure part way (disk full, a template error, a
+# browser that dies) leaves the month folder as it was, with no temporary file behind.
+
+
+@contextlib.contextmanager
+def staging_folder(folder: Path) -> Iterator[Path]:
+    """A hidden `.report-XXXX.tmp` folder in `folder` (same file system: the moves are
+    renames), removed with whatever is left in it when the block ends."""
+    staging = Path(tempfile.mkdtemp(prefix=".report-", suffix=".tmp", dir=folder))
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def output_errors(folder: Path) -> Iterator[None]:
+    """An OSError while writing the month's files (disk full, read-only file system, ...) as
+    the one line `<month folder>: cannot write: <reason>`."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename if exc.filename and not _within(Path(str(exc.filename)), folder) else folder
+        raise cannot_write(where, exc) from None
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _move_into_place(staged: list[Path], folder: Path, progress: Progress) -> list[Path]:
+    """Move the complete set from the staging folder into `folder`: each file replaces the one
+    of its name by a rename; a report file that is a symlink is written through (the link
+    stays), as yolocost.outputs writes any result file. Every target is checked first, so a
+    refused one (a folder in the way) moves nothing."""
+    for path in staged:
+        with open(path, "rb") as handle:  # the content on disk before its name is
+            os.fsync(handle.fileno())
+    targets = [folder / path.name for path in staged]
+    for target in targets:
+        if target.is_dir():  # a folder, or a link to one
+            raise YolocostError(f"{target}: is a folder, not a file; move it away to write this report")
+    for path, target in zip(staged, targets):
+        if target.is_symlink():
+            write_output(target, path.read_bytes())
+        else:
+            os.replace(path, target)
+        progress(f"wrote {target}")
+    return targets
+
+
+STALE_REPORT = re.compile(r"project-.+\.(?:html|pdf)")
+# what a run killed outright (SIGKILL, power loss) left: its staging folder, or the temporary
+# file of a report written in place by an earlier version
+LEFT_BEHIND = re.compile(r"\.report-.+\.tmp|\.(?:admin|project-.+)\.(?:html|pdf)\.tmp")
+LEFT_BEHIND_AGE = 3600.0  # s: older than any run, so never another run's work in progress
+
+
+def _remove_stale(folder: Path, projects: Sequence[str], month: str, progress: Progress) -> list[Path]:
+    """Remove the project reports of projects the month no longer holds (`project-*.html` and
+    `.pdf`, names only yolocost gives; other files in the folder are left alone), and what
+    runs killed outright left behind over an hour ago."""
+    current = {f"project-{s}" for s in project_slugs(projects).values()}
+    removed = []
+    for path in sorted(folder.iterdir()):
+        if STALE_REPORT.fullmatch(path.name) and path.stem not in current and (path.is_symlink() or path.is_file()):
+            path.unlink()
+            removed.append(path)
+            progress(f"removed stale report {path} (no project of that name held a GPU in {month})")
+        elif LEFT_BEHIND.fullmatch(path.name) and not path.is_symlink() and _age(path) > LEFT_BEHIND_AGE:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            progress(f"removed {path}, left behind by a report run that was killed")
+    return removed
+
+
+def _age(path: Path) -> float:
+    return time.time() - path.stat().st_mtime
 
 
 def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,

@@ -1,0 +1,183 @@
+"""Writing a result file the user named (`-o`, the finance CSV, reports) without clobbering.
+
+One rule for every command that writes a user-named file:
+
+- a regular file, or a path that does not exist yet, is replaced atomically: the content
+  goes into a temporary file in the same folder, is flushed to disk (fsync) and renamed
+  over the target, so a reader never sees half a file and a failure leaves the old one;
+- an existing file in a folder that allows no new file (no write permission, or the file
+  bind-mounted writable into a read-only folder) is rewritten in place: not atomic, but what
+  the permissions allow;
+- a symbolic link is written through: the file it points at (resolved to the end of the
+  chain) is replaced atomically beside itself, and the link stays a link;
+- a character device, FIFO or socket (`-o /dev/stdout`, `/dev/null`, a named pipe) is
+  written in place, never renamed over or truncated: a path naming one of this process's
+  descriptors (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`) through that descriptor, as a
+  shell does, whatever it leads to (a terminal, a pipe, a file the shell redirected to);
+  any other is opened for appending;
+- a folder or a block device is refused with one line.
+
+On any failure no temporary file stays behind, and an OSError (disk full, permission
+denied, read-only file system, ...) is the one line `PATH: cannot write: <reason>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import stat
+import sys
+from pathlib import Path
+
+from .errors import YolocostError
+
+# a process's own file descriptors: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+FD_PATH = re.compile(r"/dev/(?P<std>stdout|stderr)|/dev/fd/(?P<fd>\d+)|/proc/(?P<pid>self|thread-self|\d+)/fd/(?P<pfd>\d+)")
+
+
+def cannot_write(path: Path | str, exc: OSError) -> YolocostError:
+    """The one-line error for an OSError while writing `path`."""
+    return YolocostError(f"{path}: cannot write: {exc.strerror or exc}")
+
+
+def write_output(path: Path | str, content: str | bytes, *, make_parents: bool = False) -> Path:
+    """Write `content` (text as UTF-8, newlines untranslated) to the user-named `path` by the
+    module's rule; returns `path`. `make_parents` creates missing parent folders first."""
+    path = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        kind = _kind(path)
+        if kind == "direct":
+            _write_direct(path, data)
+            return path
+        if kind != "file":
+            raise YolocostError(f"{path}: is a {kind}, not a file; give a file path")
+        target = Path(os.path.realpath(path))  # a symlink (chain) is written through
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        replace_atomically(target, data)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+    return path
+
+
+def _kind(path: Path) -> str:
+    """'file' (regular, or missing: created), 'direct' (written in place) or what is refused."""
+    if own_fd(path) is not None:
+        return "direct"
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks
+    except FileNotFoundError:
+        return "file"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "direct"  # character device, FIFO, socket
+
+
+def own_fd(path: Path | str) -> int | None:
+    """The file descriptor of this process that `path` names (/dev/stdout: 1), else None."""
+    m = FD_PATH.fullmatch(os.path.abspath(path))
+    if m is None or (m["pid"] not in (None, "self", "thread-self") and int(m["pid"]) != os.getpid()):
+        return None
+    if m["std"]:
+        return 1 if m["std"] == "stdout" else 2
+    return int(m["fd"] or m["pfd"])
+
+
+def is_stdout(path: Path | str) -> bool:
+    """Whether `path` leads to this process's standard output (`/dev/stdout`, a link to it,
+    the file stdout is redirected to): a command then sends its own messages to stderr."""
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(1))
+    except (OSError, ValueError):
+        return False
+
+
+def _write_direct(path: Path, data: bytes) -> None:
+    """Write in place, never truncating. A path naming one of this process's descriptors is
+    written through that descriptor (as a shell does for `> /dev/stdout`), so the text lands
+    where the process's own output goes, in order; anything else is opened for appending."""
+    fd = own_fd(path)
+    if fd is not None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        _write_all(fd, data)
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def replace_atomically(target: Path, data: bytes) -> None:
+    """Replace the regular file `target` (or create it) in one rename; raises OSError.
+
+    The new file keeps the old one's permission bits (a new one gets 0666 less the umask,
+    as any file the user's shell creates). Where the folder allows no new file but the
+    existing target may be written (a file prepared for us in a folder we may not write),
+    the target is rewritten in place instead: not atomic, but what the permissions allow."""
+    try:
+        fd, tmp = _create_temporary(target)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and target.is_file() and os.access(target, os.W_OK):
+            _rewrite_in_place(target, data)
+            return
+        raise
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # keep the old file's permissions
+        os.replace(tmp, target)
+    except BaseException:  # disk full, Ctrl-C, ...: no temporary file stays behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
+    _sync_folder(target.parent)
+
+
+def _create_temporary(target: Path) -> tuple[int, Path]:
+    """A new hidden file `.<name>.XXXXXXXX.tmp` in the target's folder, open for writing."""
+    for _ in range(100):
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))  # pragma: no cover
+
+
+def _rewrite_in_place(target: Path, data: bytes) -> None:
+    fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable (best effort: not every file system allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
