@@ -66,6 +66,8 @@ def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
         raise YolocostError(f"{what} must be an ISO date or date-time such as 2026-10-01T00:00, got {text!r}") from None
+    if not 1970 <= value.year <= 9998:  # outside, the arithmetic on UTC instants overflows
+        raise YolocostError(f"{what} must lie between 1970 and 9998, got {text!r}")
     if value.tzinfo is None:
         value = value.replace(tzinfo=ZoneInfo(config.timezone))
     return value.astimezone(UTC)
