@@ -243,6 +243,9 @@ def load(state: State, directory):
 def build(state: State):
     """Rebuild every SQL model from the raw tables (after editing prices, say).
 
+    Refuses a database file that does not exist (a typo in --db), and a config whose
+    [ingest] grain_seconds differs from the grain the stored rows were cut at.
+
     \b
     Example:
       yolocost --config yolocost.toml build
@@ -335,9 +338,11 @@ def _starts_with_comment(arg: str) -> bool:
 def query(state: State, target, params, fmt, output, write, queries_dir):
     """Run a named query from queries/, a .sql file, or a SQL string.
 
-    The database is opened read-only unless --write is given. Parameters declared in a
-    query's header (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE.
-    Timestamps are shown in the configured time zone, where the marts cut months and days.
+    The database is opened read-only unless --write is given, and the query runs under the
+    configured [database] memory_limit. Parameters declared in a query's header
+    (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE. Timestamps are shown
+    in the configured time zone, where the marts cut months and days. A reader that leaves
+    early (`| head`) ends the command quietly with status 141.
 
     \b
     Examples:
@@ -375,6 +380,9 @@ def _write_stdout(text: str, chunk: int = 1 << 16) -> None:
 def list_queries(queries_dir):
     """List the named queries with their titles and parameters.
 
+    A query file that cannot be read (not UTF-8, a bad header) is skipped with a warning
+    naming it; the others are listed and run as usual.
+
     \b
     Example:
       yolocost queries
@@ -399,7 +407,7 @@ def sample():
 @click.option("--seed", type=int, default=None, help="Random seed (default: the demo seed).")
 @click.option("--month", default=None, metavar="YYYY-MM", help="Month to generate (default: 2026-10).")
 @click.option("--timezone", default=None, help="Cluster time zone (default: Europe/Berlin).")
-@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (20 ≈ 1,000 GPUs).")
+@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (above 0, at most 200; 20 ≈ 1,000 GPUs).")
 @pass_state
 def sample_generate(state: State, out_dir, seed, month, timezone, scale):
     """Generate a synthetic cluster month: raw Parquet tables and ground_truth.json.
