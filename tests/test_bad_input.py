@@ -126,9 +126,11 @@ class Case:
 
 CASES = [
     Case("ingest: --start before 1970", ("ingest", "--start", "0001-01-01", "--end", "2026-10-02"),
-         "--start must lie between 1970 and 9998, got '0001-01-01'"),
+         "--start must lie between 1970 and 9998 (UTC), got '0001-01-01'"),
     Case("ingest: --end after 9998", ("ingest", "--start", "2026-10-01", "--end", "9999-12-31T23:00"),
          "--end must lie between 1970 and 9998"),
+    Case("ingest: --start before the epoch in UTC", ("ingest", "--start", "1970-01-01T00:00+01:00", "--end", "2026-10-02"),
+         "--start must lie between 1970 and 9998 (UTC)"),
     Case("ingest: --start not a date", ("ingest", "--start", "yesterday", "--end", "2026-10-02"),
          "--start must be an ISO date or date-time"),
     Case("ingest: --month not YYYY-MM", ("ingest", "--month", "2026-13"), "--month must read YYYY-MM, got '2026-13'"),

@@ -313,7 +313,7 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
 
 
 class _QueryCommand(click.Command):
-    """`yolocost query "-- note\nSELECT ..."`: an argument that starts with a SQL comment is
+    """`yolocost query "-- note ..."`: an argument that starts with a SQL comment is
     the query, not an option (no option starts with `--` and a space)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -144,7 +144,9 @@ def resolve(target: str, extra: Path | None = None) -> Query:
         if not path.is_file():
             raise YolocostError(f"{target}: no such query file (and no named query {path.stem!r})")
         return parse_query(read_sql(path), path.stem, path)
-    if target.lstrip().startswith("--") or re.match(r"^\s*(select|with|from|pivot|unpivot|describe|show|summarize|explain|table|values|"
+    if target.lstrip().startswith("--"):  # SQL that opens with a comment (no word boundary after --)
+        return parse_query(target, "sql")
+    if re.match(r"^\s*(select|with|from|pivot|unpivot|describe|show|summarize|explain|table|values|"
                 r"insert|update|delete|create|drop|alter|copy|export|attach|set)\b", target, re.I):
         return parse_query(target, "sql")
     names = ", ".join(sorted(by_name)) or "none"
