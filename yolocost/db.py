@@ -9,6 +9,7 @@ from typing import Iterator
 
 import duckdb
 
+from . import interrupts
 from .config import Config
 from .errors import YolocostError
 from .resources import SQL_DIR
@@ -37,6 +38,7 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
             raise YolocostError(f"{path}: database is in use by another yolocost process ({first})") from None
         raise YolocostError(f"{path}: cannot open database: {first}") from None
     con.execute("SET TimeZone = 'UTC'")
+    interrupts.cancel_on_interrupt(con)
     return con
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import weakref
 
 EXIT_STATUS = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 GRACE_SECONDS = 1.0
@@ -21,6 +22,7 @@ MESSAGE = b"error: interrupted\n"
 
 _received = threading.Event()
 _reported = threading.Lock()
+_connections: "weakref.WeakSet" = weakref.WeakSet()  # open DuckDB connections, cancelled on Ctrl-C
 
 
 def install():
@@ -54,10 +56,25 @@ def report() -> None:
             pass
 
 
+def cancel_on_interrupt(con) -> None:
+    """Have Ctrl-C cancel the statement `con` runs, in whichever thread it runs (DuckDB
+    notices a signal only in the main thread, and only where it looks for one)."""
+    _connections.add(con)
+
+
+def _cancel_queries() -> None:
+    for con in list(_connections):
+        try:
+            con.interrupt()
+        except Exception:  # closed meanwhile: nothing to cancel
+            pass
+
+
 def _on_sigint(signum, frame):
     if _received.is_set():  # the second Ctrl-C: no more waiting
         _leave()
     _received.set()
+    _cancel_queries()
     watchdog = threading.Timer(GRACE_SECONDS, _leave)
     watchdog.daemon = True
     watchdog.start()
