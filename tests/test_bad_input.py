@@ -87,6 +87,7 @@ def with_query_files(folder: Path) -> None:
     (folder / "latin1.sql").write_bytes("-- title: Kosten für Projekte\nSELECT 1\n".encode("latin-1"))
     (folder / "mine").mkdir()
     (folder / "mine" / "broken.sql").write_bytes(b"-- title: \xff\xfe\nSELECT 1\n")
+    (folder / "mine" / "badparam.sql").write_text("-- param: 1st INTEGER\nSELECT $1st\n")
     (folder / "mine" / "ok.sql").write_text("-- title: fine\nSELECT 42 AS answer\n")
     with_database(folder)
 
@@ -146,6 +147,8 @@ CASES = [
          "latin1.sql: not UTF-8 text (byte 0xfc at offset 18); save the query as UTF-8", setup=with_query_files),
     Case("query: named query whose file is not UTF-8", ("query", "broken", "--queries-dir", "mine"),
          "query broken: mine/broken.sql: not UTF-8 text", setup=with_query_files),
+    Case("query: named query with a bad param header", ("query", "badparam", "--queries-dir", "mine"),
+         "mine/badparam.sql: bad param header '1st INTEGER'", setup=with_query_files),
     Case("query: .sql file that does not exist", ("query", "nope.sql"), "nope.sql: no such query file"),
     Case("query --write: database file missing", ("--db", "typo.duckdb", "query", "--write", "SELECT 1"),
          "typo.duckdb: database not found"),
@@ -224,9 +227,10 @@ def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
     listed = cli("queries", "--queries-dir", "mine", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert "ok" in names and "top_idle_wasters" in names and "broken" not in names
-    assert listed.stderr.strip() == "warning: mine/broken.sql: not UTF-8 text (byte 0xff at offset 10); " \
-                                    "save the query as UTF-8 (skipped)"
+    assert "ok" in names and "top_idle_wasters" in names and "broken" not in names and "badparam" not in names
+    assert listed.stderr.splitlines() == [
+        "warning: mine/badparam.sql: bad param header '1st INTEGER' (skipped)",
+        "warning: mine/broken.sql: not UTF-8 text (byte 0xff at offset 10); save the query as UTF-8 (skipped)"]
     for name in ("ok", "user_costs"):
         ran = cli("query", name, "--queries-dir", "mine", "-p" if name != "ok" else "-f",
                   "month=2026-10" if name != "ok" else "csv", cwd=tmp_path)
