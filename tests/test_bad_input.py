@@ -123,6 +123,7 @@ class Case:
     message: str
     status: int = 2
     setup: Callable[[Path], None] | None = None
+    given: str = ""  # what the prepared files hold, for the table
 
 
 CASES = [
@@ -142,9 +143,10 @@ CASES = [
     Case("query: SQL that is only a comment", ("query", "-- nothing"),
          "query sql: holds no SQL statement (only comments or blank lines)", setup=with_database),
     Case("query: .sql file that is only comments", ("query", "only-comments.sql"),
-         "query only-comments: holds no SQL statement", setup=with_query_files),
+         "query only-comments: holds no SQL statement", setup=with_query_files, given="only `--` lines"),
     Case("query: .sql file not UTF-8", ("query", "latin1.sql"),
-         "latin1.sql: not UTF-8 text (byte 0xfc at offset 18); save the query as UTF-8", setup=with_query_files),
+         "latin1.sql: not UTF-8 text (byte 0xfc at offset 18); save the query as UTF-8", setup=with_query_files,
+         given="saved as Latin-1"),
     Case("query: named query whose file is not UTF-8", ("query", "broken", "--queries-dir", "mine"),
          "query broken: mine/broken.sql: not UTF-8 text", setup=with_query_files),
     Case("query: named query with a bad param header", ("query", "badparam", "--queries-dir", "mine"),
@@ -160,11 +162,13 @@ CASES = [
          "typo.duckdb: database not found"),
     Case("build: grain_seconds changed on a stored database", ("build",),
          "yolocost.toml sets [ingest] grain_seconds = 600; set grain_seconds = 300 again, or use a new database file",
-         setup=with_grain_600),
+         setup=with_grain_600, given="database at 300 s, config now 600 s"),
     Case("load: grain_seconds changed on a stored database", ("load", "raw"),
-         "yc.duckdb holds usage rows at a 300 s grain", setup=with_grain_600),
+         "yc.duckdb holds usage rows at a 300 s grain", setup=with_grain_600,
+         given="database at 300 s, config and files now 600 s"),
     Case("config: currency not ISO 4217", ("config", "check"),
-         "cluster.currency: 'ZZZ' is not an ISO 4217 currency code", setup=with_currency_zzz),
+         "cluster.currency: 'ZZZ' is not an ISO 4217 currency code", setup=with_currency_zzz,
+         given='currency = "ZZZ"'),
     Case("sample generate: --month 2026-13", ("sample", "generate", "--out", "gen", "--month", "2026-13"),
          "--month must be a month YYYY-MM from 1971-01 to 9998-12, got '2026-13'"),
     Case("sample generate: unknown --timezone", ("sample", "generate", "--out", "gen", "--timezone", "Mars/X"),
@@ -678,8 +682,8 @@ def _code(text: str) -> str:
 
 def table_rows() -> list[str]:
     rows = [
-        f"| {_cell(c.name)} | {_code('yolocost ' + ' '.join(_quote(a) for a in c.argv))} | {_code(c.message)} | "
-        f"{c.status} | `{HERE}::test_case` |"
+        f"| {_cell(c.name)} | {_code('yolocost ' + ' '.join(_quote(a) for a in c.argv))}"
+        f"{' (' + _cell(c.given) + ')' if c.given else ''} | {_code(c.message)} | {c.status} | `{HERE}::test_case` |"
         for c in CASES
     ]
     rows += [f"| {_cell(c.name)} | {_code(c.example)} | {_code(c.message)} | {c.status} | `{c.test}` |"
