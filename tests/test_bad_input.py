@@ -351,6 +351,28 @@ def test_ctrl_c_stops_an_ingest_waiting_on_a_silent_server(tmp_path):
     assert not (tmp_path / "yc.duckdb").exists()
 
 
+def test_ctrl_c_does_not_wait_for_a_thread_pool():
+    """A pool whose worker is busy for two minutes (as an ingest's HTTP request to a server
+    that never answers): leaving the `with` block would wait for it; the watchdog the CLI's
+    SIGINT handler starts ends the process a second later. The module is driven by a small
+    script, since a busy worker is what matters, not which command holds it."""
+    script = (
+        "import concurrent.futures, time\n"
+        "from yolocost import interrupts\n"
+        "interrupts.install()\n"
+        "with concurrent.futures.ThreadPoolExecutor(2) as pool:\n"
+        "    future = pool.submit(time.sleep, 120)\n"
+        "    print('waiting', flush=True)\n"
+        "    future.result()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "waiting\n"
+    seconds, err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert seconds < GENEROUS_SECONDS
+
+
 # --------------------------------------------------------------------------- queries obey the memory limit
 
 
@@ -458,6 +480,8 @@ ELSEWHERE = [
             f"{HERE}::test_ctrl_c_during_a_load_leaves_the_database_as_it_was"),
     Covered("Ctrl-C during an ingest waiting on a server", "yolocost ingest --start ... --end ...", "error: interrupted",
             130, f"{HERE}::test_ctrl_c_stops_an_ingest_waiting_on_a_silent_server"),
+    Covered("Ctrl-C while a thread pool waits on a busy worker", "yolocost ingest ... (requests in flight)",
+            "error: interrupted", 130, f"{HERE}::test_ctrl_c_does_not_wait_for_a_thread_pool"),
     Covered("CSV cell a spreadsheet would run (`=`, `+`, `-`, `@`, after blanks, fullwidth `＝`)",
             "a project label `=HYPERLINK(...)`", "(the cell is written with a leading ')", 0,
             f"{HERE}::test_csv_neutralizes_formula_cells"),
