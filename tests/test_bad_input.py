@@ -65,7 +65,7 @@ def write_raw(folder: Path, hours: int = 1, grain: int = 300) -> Path:
 
 def with_database(folder: Path) -> None:
     """The working folder's yc.duckdb: one GPU-hour on 2026-10-01, loaded by the real loader."""
-    shutil.copy(_template_database(), folder / "yc.duckdb")
+    shutil.copy(_TEMPLATE[0], folder / "yc.duckdb")
 
 
 def with_grain_600(folder: Path) -> None:
@@ -95,19 +95,18 @@ def with_query_files(folder: Path) -> None:
 _TEMPLATE: list[Path] = []
 
 
-def _template_database() -> Path:
-    """Built once per test process with the real loader, copied by each case that needs it."""
-    if not _TEMPLATE:
-        from yolocost.config import load_config
-        from yolocost.load import load_parquet_dir
+@pytest.fixture(scope="module", autouse=True)
+def _template_database(tmp_path_factory):
+    """Built once for the module with the real loader; each case that needs it copies it."""
+    from yolocost.config import load_config
+    from yolocost.load import load_parquet_dir
 
-        import tempfile
-
-        folder = Path(tempfile.mkdtemp(prefix="yc-bad-input-"))
-        (folder / "yolocost.toml").write_text(CONFIG)
-        load_parquet_dir(load_config(folder / "yolocost.toml"), write_raw(folder / "raw"))
-        _TEMPLATE.append(folder / "yc.duckdb")
-    return _TEMPLATE[0]
+    folder = tmp_path_factory.mktemp("template")
+    (folder / "yolocost.toml").write_text(CONFIG)
+    load_parquet_dir(load_config(folder / "yolocost.toml"), write_raw(folder / "raw"))
+    _TEMPLATE[:] = [folder / "yc.duckdb"]
+    yield
+    _TEMPLATE.clear()
 
 
 # --------------------------------------------------------------------------- the cases
