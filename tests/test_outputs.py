@@ -21,7 +21,7 @@ from smallfs import file_size_limit, fill, remount_read_only, tmpfs
 
 CONFIG = """
 [cluster]
-name = "lab"
+name = "c1"
 timezone = "UTC"
 currency = "EUR"
 [database]

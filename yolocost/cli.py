@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, interrupts
 from .errors import YolocostError
 
 
@@ -43,18 +43,39 @@ class State:
 class Group(click.Group):
     """Maps library errors to one line and an exit status instead of a traceback."""
 
+    def main(self, *args, **kwargs):
+        """Ctrl-C anywhere, even before a command runs or after click has turned it into
+        its own Abort, ends with `error: interrupted` and status 130."""
+        previous = interrupts.install()
+        try:
+            return super().main(*args, **kwargs)
+        except SystemExit as exc:
+            if interrupts.received() and exc.code != interrupts.EXIT_STATUS:
+                interrupts.report()
+                raise SystemExit(interrupts.EXIT_STATUS) from None
+            raise
+        finally:
+            interrupts.restore(previous)
+
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe shows here, not at exit
+            return result
         except YolocostError as exc:
+            if interrupts.received():  # the error is the interrupt's doing (a cancelled query, ...)
+                _exit_interrupted(ctx)
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
-            ctx.exit(130)
+            _exit_interrupted(ctx)
+        except BrokenPipeError:
+            _exit_closed_pipe(ctx)
         except Exception as exc:  # anything unforeseen: still one line, unless --debug
+            if interrupts.received():  # DuckDB and thread pools turn Ctrl-C into other exceptions
+                _exit_interrupted(ctx)
             state = ctx.find_object(State)
             if state is not None and state.debug:
                 raise
@@ -62,8 +83,37 @@ class Group(click.Group):
             if type(exc).__name__ == "OutOfMemoryException" and type(exc).__module__.startswith("duckdb"):
                 click.echo(f"error: DuckDB ran out of memory ({first}); raise [database] memory_limit", err=True)
                 ctx.exit(2)
-            click.echo(f"error: unexpected {type(exc).__name__}: {first} (rerun with --debug for details)", err=True)
+            click.echo(_unexpected(exc), err=True)
             ctx.exit(1)
+
+
+def _unexpected(exc: BaseException) -> str:
+    """The catch-all's line for a genuine bug: the exception's type only. Its text can carry
+    anything (a header value, a line of a token file), so it is shown with --debug only."""
+    return f"error: unexpected {type(exc).__name__} (a bug in yolocost; rerun with --debug for the details)"
+
+
+def _exit_interrupted(ctx: click.Context):
+    """Ctrl-C: one line and the shell's status for SIGINT (128 + 2)."""
+    interrupts.report()
+    ctx.exit(interrupts.EXIT_STATUS)
+
+
+def _exit_closed_pipe(ctx: click.Context):
+    """The reader of stdout went away (`yolocost query ... | head -1`): stop quietly with the
+    status a Unix tool killed by SIGPIPE has (128 + 13 = 141), as the Python docs' note on
+    SIGPIPE advises: point stdout at /dev/null so that the exit flush does not fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test runner's)
+        pass
+    ctx.exit(CLOSED_PIPE_STATUS)
+
+
+CLOSED_PIPE_STATUS = 141
 
 
 pass_state = click.make_pass_decorator(State)
@@ -224,12 +274,16 @@ def load(state: State, directory, window, allow_loss):
 def build(state: State):
     """Rebuild every SQL model from the raw tables (after editing prices, say).
 
+    Refuses a database file that does not exist (a typo in --db), and a config whose
+    [ingest] grain_seconds differs from the grain the stored rows were cut at.
+
     \b
     Example:
       yolocost --config yolocost.toml build
     """
     from .load import rebuild_database
 
+    _require_database(state.config)
     rebuild_database(state.config)
     click.echo(f"rebuilt the models in {state.config.database}")
 
@@ -262,6 +316,7 @@ def report(state: State, month, audiences, formats, templates_dir):
     """
     from .report import render_reports
 
+    _require_database(state.config)
     result = render_reports(state.config, month, audiences, formats,
                             Path(templates_dir) if templates_dir else None, state.log)
     times = [f"{kind} in {secs:.1f} s" for kind, secs in (("HTML", result.html_seconds), ("PDF", result.pdf_seconds))
@@ -270,6 +325,14 @@ def report(state: State, month, audiences, formats, templates_dir):
     click.echo(f"wrote {len(result.files)} report file(s) for {result.month} into {result.folder}")
     for path in result.files:
         click.echo(f"  {path}")
+
+
+def _require_database(config) -> None:
+    """Commands that read stored data refuse a database file that does not exist, rather
+    than creating an empty one (`--db typo.duckdb build`)."""
+    from .db import require_database
+
+    require_database(config.database)
 
 
 def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
@@ -282,7 +345,22 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
     return params
 
 
-@main.command()
+class _QueryCommand(click.Command):
+    """`yolocost query "-- note ..."`: an argument that starts with a SQL comment is
+    the query, not an option (no option starts with `--` and a space)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" not in args:
+            sql = [a for a in args if _starts_with_comment(a)]
+            args = [a for a in args if not _starts_with_comment(a)] + (["--"] + sql if sql else [])
+        return super().parse_args(ctx, args)
+
+
+def _starts_with_comment(arg: str) -> bool:
+    return arg.startswith("--") and (len(arg) == 2 or arg[2].isspace()) and arg != "--"
+
+
+@main.command(cls=_QueryCommand)
 @click.argument("target")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter (repeatable).")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
@@ -295,9 +373,11 @@ def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
 def query(state: State, target, params, fmt, output, write, queries_dir):
     """Run a named query from queries/, a .sql file, or a SQL string.
 
-    The database is opened read-only unless --write is given. Parameters declared in a
-    query's header (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE.
-    Timestamps are shown in the configured time zone, where the marts cut months and days.
+    The database is opened read-only unless --write is given, and the query runs under the
+    configured [database] memory_limit. Parameters declared in a query's header
+    (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE. Timestamps are shown
+    in the configured time zone, where the marts cut months and days. A reader that leaves
+    early (`| head`) ends the command quietly with status 141.
 
     \b
     Examples:
@@ -308,8 +388,9 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     from . import queries
 
     q = queries.resolve(target, Path(queries_dir) if queries_dir else None)
+    _require_database(state.config)
     columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write,
-                                timezone=state.config.timezone)
+                                timezone=state.config.timezone, memory_limit=state.config.memory_limit)
     text = queries.FORMATTERS[fmt](columns, rows)
     if output:
         from .outputs import write_output
@@ -317,7 +398,15 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
         write_output(output, text if text.endswith("\n") else text + "\n")
         state.log(f"wrote {len(rows)} rows to {output}")
     else:
-        click.echo(text, nl=not text.endswith("\n"))
+        _write_stdout(text if text.endswith("\n") else text + "\n")
+
+
+def _write_stdout(text: str, chunk: int = 1 << 16) -> None:
+    """Write a long result in pieces: a reader that leaves early (`| head -1`) then shows as
+    a BrokenPipeError (one big write can lose it and end as if all was read)."""
+    for i in range(0, len(text), chunk):
+        sys.stdout.write(text[i:i + chunk])
+    sys.stdout.flush()
 
 
 @main.command(name="queries")
@@ -325,13 +414,19 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
 def list_queries(queries_dir):
     """List the named queries with their titles and parameters.
 
+    A query file that cannot be read (not UTF-8, a bad header) is skipped with a warning
+    naming it; the others are listed and run as usual.
+
     \b
     Example:
       yolocost queries
     """
     from . import queries
 
-    for q in queries.available(Path(queries_dir) if queries_dir else None):
+    found, unreadable = queries.scan(Path(queries_dir) if queries_dir else None)
+    for problem in unreadable.values():
+        click.echo(f"warning: {problem} (skipped)", err=True)
+    for q in found:
         params = " ".join(f"{p.name}" + (f"={p.default}" if p.default is not None else "") for p in q.params)
         click.echo(f"{q.name:32} {q.title}" + (f"  [{params}]" if params else ""))
 
@@ -346,7 +441,7 @@ def sample():
 @click.option("--seed", type=int, default=None, help="Random seed (default: the demo seed).")
 @click.option("--month", default=None, metavar="YYYY-MM", help="Month to generate (default: 2026-10).")
 @click.option("--timezone", default=None, help="Cluster time zone (default: Europe/Berlin).")
-@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (20 ≈ 1,000 GPUs).")
+@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (above 0, at most 200; 20 ≈ 1,000 GPUs).")
 @pass_state
 def sample_generate(state: State, out_dir, seed, month, timezone, scale):
     """Generate a synthetic cluster month: raw Parquet tables and ground_truth.json.
@@ -360,8 +455,6 @@ def sample_generate(state: State, out_dir, seed, month, timezone, scale):
     """
     from . import synth
 
-    if scale <= 0:
-        raise click.BadParameter("must be positive", param_hint="--scale")
     kwargs = {k: v for k, v in {"seed": seed, "month": month, "timezone": timezone}.items() if v is not None}
     synth.generate(Path(out_dir), scale=scale, progress=state.log, **kwargs)
     click.echo(f"wrote the synthetic month to {out_dir}")
@@ -425,7 +518,10 @@ def export_finance_command(state: State, month, out):
     from .finance import export_finance as run_export
     from .outputs import is_stdout
 
+    _require_database(state.config)
     result = run_export(state.config, month, Path(out) if out else None)
+    if result.warning:
+        click.echo(f"warning: {result.warning}", err=True)
     # with `-o /dev/stdout` the CSV is the output: the summary line goes to stderr
     click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})",
                err=out is not None and is_stdout(out))

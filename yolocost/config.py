@@ -28,6 +28,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from .errors import ConfigError
+from .money import is_currency
 
 CONFIG_ENV = "YOLOCOST_CONFIG"
 DEFAULT_CONFIG_NAME = "yolocost.toml"
@@ -336,6 +337,8 @@ class _Parser:
         currency = self.get(cluster, "cluster", "currency", self.string, "USD")
         if not re.fullmatch(r"[A-Z]{3}", currency):
             raise self.fail("cluster.currency", f"must be an ISO 4217 code such as USD, got {currency!r}")
+        if not is_currency(currency):
+            raise self.fail("cluster.currency", f"{currency!r} is not an ISO 4217 currency code (such as USD, EUR, JPY)")
 
         grain = self.get(ingest, "ingest", "grain_seconds", self.positive_int, 300)
         if grain % 60 or 3600 % grain:

@@ -10,6 +10,7 @@ from typing import Iterator
 
 import duckdb
 
+from . import interrupts
 from .config import Config
 from .errors import YolocostError
 from .resources import SQL_DIR
@@ -48,6 +49,7 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
             raise
         raise problem from None
     con.execute("SET TimeZone = 'UTC'")
+    interrupts.cancel_on_interrupt(con)
     return con
 
 
@@ -135,6 +137,15 @@ def _read_only_mount(folder: Path) -> bool:
         return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
         return False
+
+
+def require_database(path: Path | str) -> None:
+    """A command that works on stored data refuses a database file that does not exist
+    (a typo in --db would otherwise create an empty one and report nothing)."""
+    path = Path(path)
+    if not path.is_file():
+        raise YolocostError(f"{path}: database not found (check --db and [database] path, or create it with "
+                            "`yolocost load`, `yolocost ingest` or `yolocost demo`)")
 
 
 @contextlib.contextmanager
@@ -244,6 +255,7 @@ def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
 
 def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     """Replace the settings, prices and energy prices with those of the config."""
+    check_grain(con, config)
     t = config.thresholds
     con.execute("DELETE FROM settings")
     con.execute(  # by name: a settings table migrated from an older file may order its columns otherwise
@@ -265,6 +277,20 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
             "INSERT INTO energy_prices VALUES (?, ?)",
             [(e.effective_from, e.price_per_kwh) for e in config.energy_prices],
         )
+
+
+def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """Refuse a config whose grain differs from the one the stored usage rows were cut at:
+    the models would read 300 s rows as 600 s ones (breaker stretches, interval counts)."""
+    stored = con.execute("SELECT grain_seconds FROM settings LIMIT 1").fetchone()
+    if stored is None or stored[0] == config.grain_seconds:
+        return
+    if con.execute("SELECT count(*) FROM gpu_usage").fetchone()[0] == 0:
+        return  # nothing cut at the old grain yet
+    where = config.source or "the config"
+    raise YolocostError(
+        f"{config.database} holds usage rows at a {stored[0]} s grain, but {where} sets [ingest] grain_seconds = "
+        f"{config.grain_seconds}; set grain_seconds = {stored[0]} again, or use a new database file for the new grain")
 
 
 @contextlib.contextmanager

@@ -148,6 +148,7 @@ class FinanceExport:
     rows: int
     total: Decimal
     currency: str
+    warning: str | None = None  # the database holds only part of the month
 
 
 # --------------------------------------------------------------------------- reading and rounding
@@ -351,7 +352,21 @@ def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) ->
     data = month_cents(con, month)
     rows = focus_rows(data)
     _write_atomically(Path(path), to_csv(rows))
-    return FinanceExport(Path(path), month, len(rows), data.total, data.currency)
+    return FinanceExport(Path(path), month, len(rows), data.total, data.currency, partial_month_warning(data))
+
+
+def partial_month_warning(data: MonthCents) -> str | None:
+    """A line saying which days of the month the database holds, when that is not every day
+    (a month still running, an ingest of part of it): the CSV's total is then that part's."""
+    import calendar
+
+    first = dt.date(int(data.month[:4]), int(data.month[5:]), 1)
+    month_days = calendar.monthrange(first.year, first.month)[1]
+    days = sorted({r.day for r in data.rows})
+    if len(days) >= month_days:
+        return None
+    return (f"the database holds {days[0]}..{days[-1]} of {first:%B %Y} ({len(days)} of {month_days} days): "
+            "the CSV covers only that")
 
 
 def export_finance(config: Config, month: str, out: Path | None = None) -> FinanceExport:

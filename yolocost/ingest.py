@@ -67,9 +67,15 @@ def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
         raise YolocostError(f"{what} must be an ISO date or date-time such as 2026-10-01T00:00, got {text!r}") from None
+    out_of_range = YolocostError(f"{what} must lie between 1970 and 9998 (UTC), got {text!r}")
+    if not 1970 <= value.year <= 9998:  # outside, the arithmetic on UTC instants overflows
+        raise out_of_range
     if value.tzinfo is None:
         value = value.replace(tzinfo=ZoneInfo(config.timezone))
-    return value.astimezone(UTC)
+    value = value.astimezone(UTC)
+    if value.year < 1970:  # 1970-01-01 east of UTC: before the epoch
+        raise out_of_range
+    return value
 
 
 def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progress = lambda _: None,

@@ -40,6 +40,25 @@ _MINOR_UNITS = {
 }
 
 
+# ISO 4217 alphabetic codes (the list's current and recently withdrawn ones; not XXX "no
+# currency" nor XTS "testing"): a code outside it is a typo, and its minor unit unknown
+ISO_4217 = frozenset("""
+    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BOV BRL BSD BTN BWP
+    BYN BZD CAD CDF CHE CHF CHW CLF CLP CNY COP COU CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB
+    EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HRK HTG HUF IDR ILS INR IQD IRR ISK JMD JOD
+    JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU
+    MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD
+    RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY
+    TTD TWD TZS UAH UGX USD USN UYI UYU UYW UZS VED VES VND VUV WST XAF XAG XAU XBA XBB XBC XBD XCD
+    XCG XDR XOF XPD XPF XPT XSU XUA YER ZAR ZMW ZWG ZWL
+""".split())
+
+
+def is_currency(code: str) -> bool:
+    """Whether `code` is an ISO 4217 currency code (upper case, as the config has it)."""
+    return code in ISO_4217
+
+
 def minor_unit(currency: str) -> int:
     """Decimals of the currency's smallest unit: 2, or 0 (JPY), 3 (KWD), 4 (CLF)."""
     return _MINOR_UNITS.get(currency.upper(), 2)

@@ -101,24 +101,52 @@ def query_dirs(extra: Path | None = None) -> list[Path]:
 
 def available(extra: Path | None = None) -> list[Query]:
     """Named queries, the user's folder first (its files override shipped ones by name)."""
+    return scan(extra)[0]
+
+
+def scan(extra: Path | None = None) -> tuple[list[Query], dict[str, str]]:
+    """The named queries, and a one-line problem per name whose file cannot be read or
+    parsed: one bad file (not UTF-8, a bad header) must not break the others."""
     seen: dict[str, Query] = {}
+    problems: dict[str, str] = {}
     for folder in query_dirs(extra):
         for path in sorted(folder.glob("*.sql")):
-            seen.setdefault(path.stem, parse_query(path.read_text(encoding="utf-8"), path.stem, path))
-    return sorted(seen.values(), key=lambda q: q.name)
+            if path.stem in seen or path.stem in problems:
+                continue
+            try:
+                seen[path.stem] = parse_query(read_sql(path), path.stem, path)
+            except YolocostError as exc:
+                problems[path.stem] = str(exc)
+    return sorted(seen.values(), key=lambda q: q.name), problems
+
+
+def read_sql(path: Path) -> str:
+    """A query file's text; unreadable or not UTF-8 is a one-line error naming the file."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise YolocostError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                            "save the query as UTF-8") from None
+    except OSError as exc:
+        raise YolocostError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def resolve(target: str, extra: Path | None = None) -> Query:
     """A named query, a path to a .sql file, or literal SQL."""
-    by_name = {q.name: q for q in available(extra)}
+    found, problems = scan(extra)
+    by_name = {q.name: q for q in found}
     if target in by_name:
         return by_name[target]
+    if target in problems:
+        raise YolocostError(f"query {target}: {problems[target]}")
     if target.endswith(".sql"):
         path = Path(target)
         if not path.is_file():
             raise YolocostError(f"{target}: no such query file (and no named query {path.stem!r})")
-        return parse_query(path.read_text(encoding="utf-8"), path.stem, path)
-    if re.match(r"^\s*(--|select|with|from|pivot|unpivot|describe|show|summarize|explain|table|values|"
+        return parse_query(read_sql(path), path.stem, path)
+    if target.lstrip().startswith("--"):  # SQL that opens with a comment (no word boundary after --)
+        return parse_query(target, "sql")
+    if re.match(r"^\s*(select|with|from|pivot|unpivot|describe|show|summarize|explain|table|values|"
                 r"insert|update|delete|create|drop|alter|copy|export|attach|set)\b", target, re.I):
         return parse_query(target, "sql")
     names = ", ".join(sorted(by_name)) or "none"
@@ -147,11 +175,14 @@ def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
 
 
 def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False,
-        timezone: str | None = None) -> tuple[list[str], list[tuple]]:
+        timezone: str | None = None, memory_limit: str | None = None) -> tuple[list[str], list[tuple]]:
     """Run a query; returns column names and rows. Read-only unless `write`. Timestamps come
-    back in `timezone` (the configured one: months and days in the marts are cut there)."""
+    back in `timezone` (the configured one: months and days in the marts are cut there).
+    `memory_limit` is the configured [database] memory_limit, which a query obeys too."""
     values = bind(query, params)
-    con = db.connect(database, read_only=not write, sandboxed=not write)
+    if _no_statement(query.sql):
+        raise YolocostError(f"query {query.name}: holds no SQL statement (only comments or blank lines)")
+    con = db.connect(database, read_only=not write, sandboxed=not write, memory_limit=memory_limit)
     try:
         if timezone:
             zone = timezone.replace("'", "''")
@@ -170,16 +201,34 @@ def run(database: Path, query: Query, params: dict[str, str], *, write: bool = F
         con.close()
 
 
+def _no_statement(sql: str) -> bool:
+    """Whether the SQL is only comments and blanks (DuckDB would return no result at all)."""
+    try:
+        return not duckdb.extract_statements(sql)
+    except duckdb.Error:
+        return False  # a syntax error: running it gives DuckDB's message
+
+
 # --------------------------------------------------------------------------- output
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")  # OWASP's list, and LF and NUL that some readers skip
 
 
 def csv_safe(value: Any) -> Any:
-    """Neutralize a text cell a spreadsheet would run as a formula (OWASP CSV injection)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """Neutralize a text cell a spreadsheet would run as a formula (OWASP CSV injection).
+
+    Also when the sign follows leading blanks (` =1+1`: some spreadsheets trim them) or is a
+    fullwidth or small form (`＝`, `﹢`: some fold them to ASCII); the one function both the
+    query CSV and the finance CSV use."""
+    if isinstance(value, str) and (value.startswith(_FORMULA_START) or _folded_start(value) in "=+-@"):
         return "'" + value
     return value
+
+
+def _folded_start(value: str) -> str:
+    """The first non-blank character as a spreadsheet may read it: ＝ and ﹦ fold to =."""
+    rest = value.lstrip()
+    return unicodedata.normalize("NFKC", rest[0])[:1] if rest else "x"
 
 
 def _plain(value: Any) -> Any:
@@ -212,7 +261,7 @@ def _csv_cell(value: Any) -> Any:
 def to_csv(columns: list[str], rows: list[tuple]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([csv_safe(c) for c in columns])  # a PIVOT puts label values into the header
     for row in rows:
         writer.writerow([csv_safe(v) if isinstance(v, str) else _csv_cell(v) for v in row])
     return buf.getvalue()

@@ -146,6 +146,32 @@ def _results_table(jobs: list[PlannedJob]) -> pa.Table:
     )
 
 
+MAX_SCALE = 200  # 200 x the demo fleet: about 10,000 GPUs
+
+
+def check_arguments(month: str, timezone: str, scale: float) -> None:
+    """The month, time zone and scale as a user gives them; a bad one is a one-line error."""
+    import math
+    import re
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from ..errors import YolocostError
+
+    if not isinstance(month, str) or not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month) \
+            or not 1971 <= int(month[:4]) <= 9998:
+        raise YolocostError(f"--month must be a month YYYY-MM from 1971-01 to 9998-12, got {month!r}")
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise YolocostError(f"--timezone: unknown time zone {timezone!r} (an IANA name such as Europe/Berlin)") from None
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= MAX_SCALE):
+        raise YolocostError(f"--scale must be a number above 0 and at most {MAX_SCALE}, got {scale!r}")
+    try:
+        Window.for_month(month, timezone)
+    except ValueError as exc:  # local midnight off the grain (a zone with an odd offset)
+        raise YolocostError(f"--timezone: {exc}") from None
+
+
 def generate(
     out_dir,
     *,
@@ -158,8 +184,7 @@ def generate(
 ) -> GenerateResult:
     """Write a deterministic synthetic month (raw tables and ground truth) into `out_dir`."""
     say = progress or (lambda _msg: None)
-    if not scale > 0:
-        raise ValueError("scale must be positive")
+    check_arguments(month, timezone, scale)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan_month(seed, month, timezone, scale)

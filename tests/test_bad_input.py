@@ -1,0 +1,757 @@
+"""Every class of bad input the suite covers, and the table of them in docs/errors.md.
+
+CASES run here, each through the real CLI in a subprocess: one `error: ...` line on stderr
+(no traceback, never the catch-all `error: unexpected ...`) and the exit status given.
+ELSEWHERE names the classes that other tests cover (or tests below that need more than a
+command line: Ctrl-C, a closed pipe, CSV cells), each with the test that covers it.
+docs/errors.md holds the table of both lists; a test checks that it is current. After
+adding a case, rewrite the table with:
+
+    python tests/test_bad_input.py --write
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "errors.md"
+BEGIN, END = "<!-- table: written by tests/test_bad_input.py --write -->", "<!-- end of table -->"
+GENEROUS_SECONDS = 20  # a bound on how long a Ctrl-C may take that no loaded machine reaches
+
+CONFIG = """\
+[cluster]
+timezone = "UTC"
+[database]
+path = "yc.duckdb"
+[[prices]]
+gpu_model = "A100"
+price_per_gpu_hour = "2.00"
+"""
+
+
+# --------------------------------------------------------------------------- files a case prepares
+
+
+def write_raw(folder: Path, hours: int = 1, grain: int = 300) -> Path:
+    """One A100 of job-1 (project p) busy for `hours` from 2026-10-01 00:00 UTC."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = pd.Timestamp("2026-10-01T00:00:00Z")
+    pd.DataFrame([{
+        "interval_start": start + pd.Timedelta(seconds=grain * k), "cluster": "c", "hostname": "h1",
+        "gpu_uuid": "GPU-0", "gpu_index": 0, "gpu_model": "A100", "mig_profile": None, "job_id": "job-1",
+        "seconds_present": grain, "util_mean": 80.0, "seconds_busy": grain, "seconds_idle": 0,
+        "mem_peak_mib": 1000.0, "power_mean_w": 250.0, "energy_mj": 250 * 1000 * grain,
+    } for k in range(3600 // grain * hours)]).to_parquet(folder / "gpu_usage.parquet", index=False)
+    pd.DataFrame([{"job_id": "job-1", "project": "p", "user_name": "u"}]).to_parquet(folder / "jobs.parquet", index=False)
+    return folder
+
+
+def with_database(folder: Path) -> None:
+    """The working folder's yc.duckdb: one GPU-hour on 2026-10-01, loaded by the real loader."""
+    shutil.copy(_TEMPLATE[0], folder / "yc.duckdb")
+
+
+def with_grain_600(folder: Path) -> None:
+    """A database cut at the default 300 s grain, and a config that now says 600 s (with a
+    raw folder cut at 600 s)."""
+    with_database(folder)
+    write_raw(folder / "raw", grain=600)
+    (folder / "yolocost.toml").write_text(CONFIG + "[ingest]\ngrain_seconds = 600\n")
+
+
+def with_currency_zzz(folder: Path) -> None:
+    (folder / "yolocost.toml").write_text(CONFIG.replace('timezone = "UTC"', 'timezone = "UTC"\ncurrency = "ZZZ"'))
+
+
+def with_query_files(folder: Path) -> None:
+    """Query files a user may have: one that is only comments, one saved as Latin-1, and a
+    folder of named queries where one file is not UTF-8."""
+    (folder / "only-comments.sql").write_text("-- title: nothing yet\n-- SELECT 1\n\n")
+    (folder / "latin1.sql").write_bytes("-- title: Kosten für Projekte\nSELECT 1\n".encode("latin-1"))
+    (folder / "mine").mkdir()
+    (folder / "mine" / "broken.sql").write_bytes(b"-- title: \xff\xfe\nSELECT 1\n")
+    (folder / "mine" / "badparam.sql").write_text("-- param: 1st INTEGER\nSELECT $1st\n")
+    (folder / "mine" / "ok.sql").write_text("-- title: fine\nSELECT 42 AS answer\n")
+    with_database(folder)
+
+
+_TEMPLATE: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _template_database(tmp_path_factory):
+    """Built once for the module with the real loader; each case that needs it copies it."""
+    from yolocost.config import load_config
+    from yolocost.load import load_parquet_dir
+
+    folder = tmp_path_factory.mktemp("template")
+    (folder / "yolocost.toml").write_text(CONFIG)
+    load_parquet_dir(load_config(folder / "yolocost.toml"), write_raw(folder / "raw"))
+    _TEMPLATE[:] = [folder / "yc.duckdb"]
+    yield
+    _TEMPLATE.clear()
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """A class of bad input: the command line after `yolocost`, the files it needs, and the
+    one line it must give (a fragment of it) with its exit status."""
+
+    name: str
+    argv: tuple[str, ...]
+    message: str
+    status: int = 2
+    setup: Callable[[Path], None] | None = None
+    given: str = ""  # what the prepared files hold, for the table
+
+
+CASES = [
+    Case("ingest: --start before 1970", ("ingest", "--start", "0001-01-01", "--end", "2026-10-02"),
+         "--start must lie between 1970 and 9998 (UTC), got '0001-01-01'"),
+    Case("ingest: --end after 9998", ("ingest", "--start", "2026-10-01", "--end", "9999-12-31T23:00"),
+         "--end must lie between 1970 and 9998"),
+    Case("ingest: --start before the epoch in UTC", ("ingest", "--start", "1970-01-01T00:00+01:00", "--end", "2026-10-02"),
+         "--start must lie between 1970 and 9998 (UTC)"),
+    Case("ingest: --start not a date", ("ingest", "--start", "yesterday", "--end", "2026-10-02"),
+         "--start must be an ISO date or date-time"),
+    Case("ingest: --month not YYYY-MM", ("ingest", "--month", "2026-13"), "--month must read YYYY-MM, got '2026-13'"),
+    Case("ingest: --month before 1970", ("ingest", "--month", "0001-01"), "--month must be a month from 1970-01"),
+    Case("ingest: --month and --start", ("ingest", "--month", "2026-10", "--start", "2026-10-01"),
+         "give either --month or --start/--end, not both"),
+    Case("ingest: no window", ("ingest",), "give the window: --month YYYY-MM, or --start and --end"),
+    Case("query: SQL that is only a comment", ("query", "-- nothing"),
+         "query sql: holds no SQL statement (only comments or blank lines)", setup=with_database),
+    Case("query: .sql file that is only comments", ("query", "only-comments.sql"),
+         "query only-comments: holds no SQL statement", setup=with_query_files, given="only `--` lines"),
+    Case("query: .sql file not UTF-8", ("query", "latin1.sql"),
+         "latin1.sql: not UTF-8 text (byte 0xfc at offset 18); save the query as UTF-8", setup=with_query_files,
+         given="saved as Latin-1"),
+    Case("query: named query whose file is not UTF-8", ("query", "broken", "--queries-dir", "mine"),
+         "query broken: mine/broken.sql: not UTF-8 text", setup=with_query_files),
+    Case("query: named query with a bad param header", ("query", "badparam", "--queries-dir", "mine"),
+         "mine/badparam.sql: bad param header '1st INTEGER'", setup=with_query_files),
+    Case("query: .sql file that does not exist", ("query", "nope.sql"), "nope.sql: no such query file"),
+    Case("query --write: database file missing", ("--db", "typo.duckdb", "query", "--write", "SELECT 1"),
+         "typo.duckdb: database not found"),
+    Case("build: database file missing", ("--db", "typo.duckdb", "build"),
+         "typo.duckdb: database not found (check --db and [database] path"),
+    Case("report: database file missing", ("--db", "typo.duckdb", "report", "--month", "2026-10"),
+         "typo.duckdb: database not found"),
+    Case("export finance: database file missing", ("--db", "typo.duckdb", "export", "finance", "--month", "2026-10"),
+         "typo.duckdb: database not found"),
+    Case("build: grain_seconds changed on a stored database", ("build",),
+         "yolocost.toml sets [ingest] grain_seconds = 600; set grain_seconds = 300 again, or use a new database file",
+         setup=with_grain_600, given="database at 300 s, config now 600 s"),
+    Case("load: grain_seconds changed on a stored database", ("load", "raw"),
+         "yc.duckdb holds usage rows at a 300 s grain", setup=with_grain_600,
+         given="database at 300 s, config and files now 600 s"),
+    Case("config: currency not ISO 4217", ("config", "check"),
+         "cluster.currency: 'ZZZ' is not an ISO 4217 currency code", setup=with_currency_zzz,
+         given='currency = "ZZZ"'),
+    Case("sample generate: --month 2026-13", ("sample", "generate", "--out", "gen", "--month", "2026-13"),
+         "--month must be a month YYYY-MM from 1971-01 to 9998-12, got '2026-13'"),
+    Case("sample generate: unknown --timezone", ("sample", "generate", "--out", "gen", "--timezone", "Mars/X"),
+         "--timezone: unknown time zone 'Mars/X'"),
+    Case("sample generate: --scale nan", ("sample", "generate", "--out", "gen", "--scale", "nan"),
+         "--scale must be a number above 0 and at most 200, got nan"),
+    Case("sample generate: --scale inf", ("sample", "generate", "--out", "gen", "--scale", "inf"),
+         "--scale must be a number above 0 and at most 200, got inf"),
+    Case("sample generate: --scale negative", ("sample", "generate", "--out", "gen", "--scale", "-1"),
+         "--scale must be a number above 0 and at most 200, got -1.0"),
+    Case("sample generate: --scale 0", ("sample", "generate", "--out", "gen", "--scale", "0"),
+         "--scale must be a number above 0"),
+]
+
+
+def cli(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """The real `yolocost` in a subprocess, with cwd's yolocost.toml as its config."""
+    return subprocess.run([sys.executable, "-m", "yolocost", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, **kwargs)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, message: str, status: int = 2) -> None:
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
+    assert message in errors[0], result.stderr
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case(case: Case, tmp_path):
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    if case.setup:
+        case.setup(tmp_path)
+    before = _snapshot(tmp_path / "yc.duckdb")
+    assert_one_line_error(cli(*case.argv, cwd=tmp_path), case.message, case.status)
+    assert _snapshot(tmp_path / "yc.duckdb") == before  # a refused command changes nothing
+    assert not (tmp_path / "typo.duckdb").exists()  # and creates no database
+
+
+def _snapshot(path: Path):
+    """What a database holds (None: no file): the rows, settings, loads and month totals."""
+    if not path.exists():
+        return None
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return [con.execute(sql).fetchall() for sql in (
+            "SELECT count(*), sum(seconds_present) FROM gpu_usage", "SELECT * FROM settings",
+            "SELECT count(*) FROM loads", "SELECT * FROM mart_cluster_month ORDER BY ALL")]
+    finally:
+        con.close()
+
+
+# --------------------------------------------------------------------------- a bad query file among good ones
+
+
+def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_query_files(tmp_path)
+    listed = cli("queries", "--queries-dir", "mine", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert "ok" in names and "top_idle_wasters" in names and "broken" not in names and "badparam" not in names
+    assert listed.stderr.splitlines() == [
+        "warning: mine/badparam.sql: bad param header '1st INTEGER' (skipped)",
+        "warning: mine/broken.sql: not UTF-8 text (byte 0xff at offset 10); save the query as UTF-8 (skipped)"]
+    for name in ("ok", "user_costs"):
+        ran = cli("query", name, "--queries-dir", "mine", "-p" if name != "ok" else "-f",
+                  "month=2026-10" if name != "ok" else "csv", cwd=tmp_path)
+        assert ran.returncode == 0, ran.stderr
+    assert cli("query", "ok", "--queries-dir", "mine", "-f", "csv", cwd=tmp_path).stdout == "answer\n42\n"
+
+
+# --------------------------------------------------------------------------- a closed stdout pipe
+
+
+@pytest.mark.parametrize("argv", [("query", "SELECT * FROM range(200000)", "-f", "csv"), ("queries",)],
+                         ids=["query", "queries"])
+def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path, argv):
+    """`yolocost query ... | head -1`: the reader is gone before the output comes (the pipe's
+    read end closed at once, so the timing cannot decide): status 141 as a Unix tool killed by
+    SIGPIPE, and nothing on stderr."""
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_database(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "yolocost", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=300)
+    assert (proc.returncode, err.decode()) == (141, "")
+
+
+# --------------------------------------------------------------------------- Ctrl-C
+
+
+def _popen(argv: list[str], cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "yolocost", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(proc: subprocess.Popen) -> tuple[float, str]:
+    """SIGINT as Ctrl-C sends it; the seconds until the process ended, and its stderr."""
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return time.monotonic() - started, err
+
+
+def _wait_until_open(proc: subprocess.Popen, path: Path) -> None:
+    """Until the process holds `path` open (its query is running), read from /proc."""
+    fds = Path(f"/proc/{proc.pid}/fd")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.path.realpath(fd) == str(path.resolve()) for fd in fds.iterdir()):
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never opened; stderr: {proc.stderr.read() if proc.poll() is not None else ''}")
+
+
+def test_ctrl_c_stops_a_long_query_with_130(tmp_path):
+    """A sum over a cross join of 10^10 rows (minutes of work, next to no memory): before,
+    DuckDB turned the interrupt into a RuntimeError and the command ended in
+    `error: unexpected ...` with status 1."""
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_database(tmp_path)
+    proc = _popen(["query", "SELECT sum(a.range * b.range) AS x FROM range(100000) a CROSS JOIN range(100000) b"],
+                  tmp_path)
+    _wait_until_open(proc, tmp_path / "yc.duckdb")
+    time.sleep(0.5)  # into the query
+    seconds, err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["error: interrupted"]
+    assert seconds < GENEROUS_SECONDS
+
+
+def test_ctrl_c_during_a_load_leaves_the_database_as_it_was(tmp_path):
+    """The sample month replaces a stored hour; Ctrl-C while the models are rebuilt in the
+    transaction that replaced it (before, DuckDB's cancelled statement ended in
+    `error: unexpected RuntimeError` with status 1)."""
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_database(tmp_path)
+    before = _snapshot(tmp_path / "yc.duckdb")
+    sample = ROOT / "sample_data"
+    proc = _popen(["--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "load", str(sample)], tmp_path)
+    seen = []
+    for line in proc.stderr:  # progress: the rows are replaced, the transaction still open
+        seen.append(line)
+        if line.startswith("yolocost: building models"):
+            break
+    assert seen and seen[-1].startswith("yolocost: building models"), seen
+    seconds, err = _interrupt(proc)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert err.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in err
+    assert seconds < GENEROUS_SECONDS
+    assert _snapshot(tmp_path / "yc.duckdb") == before
+
+
+def test_ctrl_c_stops_an_ingest_waiting_on_a_silent_server(tmp_path):
+    """A server that accepts the connection and never answers (timeout 60 s): Ctrl-C ends
+    the wait at once."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        silent.settimeout(120)
+        (tmp_path / "yolocost.toml").write_text(
+            CONFIG + f'[prometheus]\nurl = "http://127.0.0.1:{silent.getsockname()[1]}"\ntimeout_seconds = 60\n')
+        proc = _popen(["ingest", "--start", "2026-10-01", "--end", "2026-10-02"], tmp_path)
+        conn, _ = silent.accept()  # the ingest's first request is on its way
+        with conn:
+            seconds, err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in err
+    assert seconds < GENEROUS_SECONDS
+    assert not (tmp_path / "yc.duckdb").exists()
+
+
+def test_ctrl_c_does_not_wait_for_a_thread_pool():
+    """A pool whose worker is busy for two minutes (as an ingest's HTTP request to a server
+    that never answers): leaving the `with` block would wait for it; the watchdog the CLI's
+    SIGINT handler starts ends the process a second later. The module is driven by a small
+    script, since a busy worker is what matters, not which command holds it."""
+    script = (
+        "import concurrent.futures, time\n"
+        "from yolocost import interrupts\n"
+        "interrupts.install()\n"
+        "with concurrent.futures.ThreadPoolExecutor(2) as pool:\n"
+        "    future = pool.submit(time.sleep, 120)\n"
+        "    print('waiting', flush=True)\n"
+        "    future.result()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "waiting\n"
+    seconds, err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert seconds < GENEROUS_SECONDS
+
+
+# --------------------------------------------------------------------------- queries obey the memory limit
+
+
+def test_a_query_runs_under_the_configured_memory_limit(tmp_path):
+    (tmp_path / "yolocost.toml").write_text(CONFIG.replace('path = "yc.duckdb"', 'path = "yc.duckdb"\nmemory_limit = "200MB"'))
+    with_database(tmp_path)
+    out = cli("query", "SELECT current_setting('memory_limit') AS m", "-f", "csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "m\n190.7 MiB\n"  # DuckDB shows 200,000,000 bytes in MiB
+
+
+# --------------------------------------------------------------------------- CSV cells a spreadsheet would run
+
+
+@pytest.mark.parametrize("cell", [
+    "=1+1", "+1", "-1+2", "@SUM(A1)", "\t=1", "\r=1", " =1+1", "  @x", "\u00a0=1",
+    "\uff1d1+1", "\uff0b1", "\uff0d1", "\uff20SUM(A1)", " \uff1d1", "\ufe661",
+])
+def test_csv_neutralizes_formula_cells(cell):
+    from yolocost import finance, queries
+
+    assert queries.csv_safe(cell) == "'" + cell
+    assert finance.csv_safe is queries.csv_safe  # the finance CSV uses the one implementation
+
+
+@pytest.mark.parametrize("cell", ["plain", "1.5", " x", "a=b", "\uff41"])
+def test_csv_leaves_other_cells_alone(cell):
+    from yolocost import queries
+
+    assert queries.csv_safe(cell) == cell
+
+
+def test_csv_output_neutralizes_header_cells(tmp_path):
+    """A PIVOT turns label values into column names: they are cells like any other."""
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_database(tmp_path)
+    sql = ("PIVOT (SELECT * FROM (VALUES ('=HYPERLINK(\"x\")', 1), (' \uff0bcmd', 2), ('ok', 3)) t(label, n)) "
+           "ON label USING sum(n)")
+    out = cli("query", sql, "-f", "csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    header, row = csv.reader(io.StringIO(out.stdout))
+    assert sorted(header) == sorted(["'=HYPERLINK(\"x\")", "' \uff0bcmd", "ok"])
+    assert sorted(row) == ["1", "2", "3"]
+
+
+# --------------------------------------------------------------------------- a month held only in part
+
+
+def test_export_of_a_month_held_in_part_warns_with_the_coverage(tmp_path):
+    (tmp_path / "yolocost.toml").write_text(CONFIG)
+    with_database(tmp_path)  # one hour of 2026-10-01
+    out = cli("export", "finance", "--month", "2026-10", "-o", "f.csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip() == ("warning: the database holds 2026-10-01..2026-10-01 of October 2026 (1 of 31 days): "
+                                  "the CSV covers only that")
+    assert (tmp_path / "f.csv").is_file()
+
+
+# --------------------------------------------------------------------------- genuine bugs
+
+
+def test_the_catch_all_for_a_bug_shows_no_exception_text(monkeypatch):
+    """A bug's exception text can carry anything (a line of a token file, a header): the
+    catch-all prints the exception type only. The bug is faked, as the real code has none
+    to trigger."""
+    from click.testing import CliRunner
+
+    from yolocost import cli as yolocost_cli
+    from yolocost import queries
+
+    def bug(*_args, **_kwargs):
+        raise RuntimeError("Authorization: Bearer SECRET-TOKEN-123")
+
+    monkeypatch.setattr(queries, "scan", bug)
+    result = CliRunner().invoke(yolocost_cli.main, ["queries"])
+    assert result.exit_code == 1
+    assert "error: unexpected RuntimeError (a bug in yolocost; rerun with --debug for the details)" in result.output
+    assert "SECRET" not in result.output
+
+
+# --------------------------------------------------------------------------- the table in docs/errors.md
+
+
+@dataclass(frozen=True)
+class Covered:
+    """A class of bad input another test covers: the message fragment appears in that test's file."""
+
+    name: str
+    example: str
+    message: str
+    status: int
+    test: str  # tests/<file>.py::<test function>
+
+
+HERE = "tests/test_bad_input.py"
+ELSEWHERE = [
+    # this module, beyond a command line
+    Covered("query: a named query file is not UTF-8 (the others still run)", "yolocost queries --queries-dir mine",
+            "warning: mine/broken.sql: not UTF-8 text", 0, f"{HERE}::test_one_unreadable_query_file_does_not_break_the_others"),
+    Covered("stdout closed early (`| head -1`)", "yolocost query ... | head -1", "(nothing: quiet exit)", 141,
+            f"{HERE}::test_a_reader_that_leaves_early_stops_the_command_quietly"),
+    Covered("Ctrl-C during a long query", "yolocost query 'SELECT ... CROSS JOIN ...'", "error: interrupted", 130,
+            f"{HERE}::test_ctrl_c_stops_a_long_query_with_130"),
+    Covered("Ctrl-C during a load", "yolocost load sample_data/", "error: interrupted", 130,
+            f"{HERE}::test_ctrl_c_during_a_load_leaves_the_database_as_it_was"),
+    Covered("Ctrl-C during an ingest waiting on a server", "yolocost ingest --start ... --end ...", "error: interrupted",
+            130, f"{HERE}::test_ctrl_c_stops_an_ingest_waiting_on_a_silent_server"),
+    Covered("Ctrl-C while a thread pool waits on a busy worker", "yolocost ingest ... (requests in flight)",
+            "error: interrupted", 130, f"{HERE}::test_ctrl_c_does_not_wait_for_a_thread_pool"),
+    Covered("CSV cell a spreadsheet would run (`=`, `+`, `-`, `@`, after blanks, fullwidth `＝`)",
+            "a project label `=HYPERLINK(...)`", "(the cell is written with a leading ')", 0,
+            f"{HERE}::test_csv_neutralizes_formula_cells"),
+    Covered("CSV header cell a spreadsheet would run (a PIVOT on labels)", "yolocost query 'PIVOT ...' -f csv",
+            "(the cell is written with a leading ')", 0, f"{HERE}::test_csv_output_neutralizes_header_cells"),
+    Covered("export finance: month held only in part", "yolocost export finance --month 2026-10",
+            "warning: the database holds 2026-10-01..2026-10-01 of October 2026", 0,
+            f"{HERE}::test_export_of_a_month_held_in_part_warns_with_the_coverage"),
+    Covered("a bug (any unforeseen exception)", "-", "error: unexpected RuntimeError (a bug in yolocost; rerun with "
+            "--debug for the details)", 1, f"{HERE}::test_the_catch_all_for_a_bug_shows_no_exception_text"),
+    # tests/test_cli.py
+    Covered("config: unknown key", "[labels] projcet = ...", "unknown key", 2, "tests/test_cli.py::test_unknown_config_key"),
+    Covered("config: malformed TOML", "[cluster", "not valid TOML", 2, "tests/test_cli.py::test_malformed_toml"),
+    Covered("load: unpriced GPU model", "gpu_model H200 without a price", "no price for GPU model 'H200'", 2,
+            "tests/test_cli.py::test_unpriced_gpu_model_stops_the_load_and_keeps_what_was_stored"),
+    Covered("load: NaN utilization", "util_mean NaN", "util_mean is NaN", 2, "tests/test_cli.py::test_nan_utilization"),
+    Covered("load: missing utilization", "util_mean null", "util_mean is missing (null/NaN)", 2,
+            "tests/test_cli.py::test_nan_utilization"),
+    Covered("load: duplicate usage rows", "a row twice", "duplicate rows for GPU GPU-0", 2,
+            "tests/test_cli.py::test_duplicate_rows"),
+    Covered("query: a write without --write", "yolocost query 'DELETE FROM jobs'", "read-only", 2,
+            "tests/test_cli.py::test_query_is_read_only_unless_asked"),
+    Covered("query: no database yet", "yolocost query 'SELECT 1'", "database not found", 2,
+            "tests/test_cli.py::test_query_without_a_database"),
+    Covered("query: unknown named query", "yolocost query no_such_query", "unknown query 'no_such_query'", 2,
+            "tests/test_cli.py::test_unknown_named_query"),
+    Covered("load: mig_profile not a MIG profile", "MIG-3g.40gb", "mig_profile not a MIG profile", 2,
+            "tests/test_cli.py::test_values_that_would_silently_vanish_are_refused"),
+    Covered("load: energy NaN", "energy_mj NaN", "energy_mj holds 1 value(s) that are not a valid BIGINT", 2,
+            "tests/test_cli.py::test_values_that_would_silently_vanish_are_refused"),
+    Covered("load: gpu_index not a number", "gpu_index 'first'", "gpu_index holds 1 value(s) that are not a valid INTEGER",
+            2, "tests/test_cli.py::test_values_that_would_silently_vanish_are_refused"),
+    Covered("load: mAP as a percentage", "map50 = 62.17", "between 0 and 1", 2,
+            "tests/test_cli.py::test_job_results_must_be_fractions"),
+    Covered("load: project named like a bucket", "project '(unallocated)'", "reserved bucket name", 2,
+            "tests/test_cli.py::test_reserved_bucket_names_are_refused_as_project_labels"),
+    Covered("load: misspelt column", "jobs.parquet with `projekt`", "jobs.parquet: unknown column(s) projekt", 2,
+            "tests/test_cli.py::test_a_misspelt_column_is_refused_not_loaded_as_nulls"),
+    Covered("query: reading or writing other files", "yolocost query \"COPY (SELECT 42) TO 'leak.csv'\"",
+            "(refused by DuckDB's sandbox)", 2, "tests/test_cli.py::test_read_only_query_cannot_touch_other_files"),
+    Covered("query: MONTH parameter not YYYY-MM", "-p month=oct", "month: 'oct' is not a valid MONTH", 2,
+            "tests/test_cli.py::test_month_parameter_is_checked_and_negative_numbers_stay_numbers_in_csv"),
+    Covered("load: duplicate job rows", "job-1 twice in jobs.parquet", "duplicate rows for job job-1", 2,
+            "tests/test_cli.py::test_duplicate_job_rows"),
+    # tests/test_config.py
+    *[Covered(f"config: {name}", example, message, 2,
+              "tests/test_config.py::test_bad_config_names_file_key_and_problem_in_one_line")
+      for name, example, message in [
+          ("negative price", 'price_per_gpu_hour = "-1"', "prices[0].price_per_gpu_hour: must not be negative"),
+          ("price not a number", 'price_per_gpu_hour = "abc"', "prices[0].price_per_gpu_hour: not a decimal"),
+          ("price missing", "[[prices]] without price_per_gpu_hour", "prices[0].price_per_gpu_hour: missing"),
+          ("unknown time zone", 'timezone = "Mars/Olympus"', "cluster.timezone: unknown time zone"),
+          ("currency not three letters", 'currency = "dollars"', "cluster.currency"),
+          ("grain not dividing an hour", "grain_seconds = 7", "ingest.grain_seconds"),
+          ("grain crossing local midnight", "Asia/Kolkata with grain_seconds = 3600", "would cross local midnight"),
+          ("threshold above 100 %", "busy_util_percent = 170", "thresholds.busy_util_percent: must be between 0"),
+          ("idle threshold above busy", "idle_util_percent = 80", "idle_util_percent: must be below busy"),
+          ("tag pattern not a regex", 'pattern = "(["', "tag_policy.pattern: not a valid RE2 regular expression"),
+          ("tag pattern RE2 cannot run", "pattern = '^(?!latest).*$'", "tag_policy.pattern: not a valid RE2 regular expression"),
+          ("price too large", 'price_per_gpu_hour = "1e15"', "prices[0].price_per_gpu_hour: must be below"),
+          ("price of a million", "price_per_gpu_hour = 1000000", "must be below 1,000,000, got 1000000"),
+          ("'*' as a GPU model", 'gpu_model = "*"', "prices[0].gpu_model: '*' is reserved"),
+          ("infinite threshold", "breaker_loss_delta = inf", "thresholds.breaker_loss_delta: must be a finite number"),
+          ("URL without a scheme", 'url = "localhost:9090"', "prometheus.url: must start with http"),
+          ("URL port out of range", 'url = "http://127.0.0.1:190900"', "prometheus.url: Port out of range"),
+          ("scrape interval not dividing the grain", "scrape_interval_seconds = 45", "does not divide the 300 s grain"),
+          ("selector not label matchers", 'selector = "cluster=prod"', "prometheus.selector: must be label matchers"),
+          ("unknown utilization source", 'utilization = "gpu"', "ingest.utilization: must be auto, dev or prof"),
+          ("memory limit not an amount", 'memory_limit = "lots"', "database.memory_limit: must be an amount such as 3GB"),
+          ("memory limit too small", 'memory_limit = "1KB"', "database.memory_limit: must be at least 128MB"),
+          ("retries not whole", "retries = 2.5", "prometheus.retries: must be a whole number from 0 to 20, got 2.5"),
+          ("concurrency not whole", "concurrency = 1.9", "prometheus.concurrency: must be a whole number from 1 to 32"),
+          ("token variable not set", 'bearer_token_env = "UNSET"', "is not set"),
+          ("user name without password", 'username = "ops"', "basic auth needs both"),
+          ("two prices from one date", "two [[prices]] for A from 1970-01-01", "second price for 'A'"),
+      ]],
+    Covered("config: file not found", "--config nope.toml", "config file not found", 2,
+            "tests/test_config.py::test_missing_config_file"),
+    Covered("config: credential of several lines or words", "a token file of two lines", "holds more than one word or line",
+            2, "tests/test_config.py::test_a_malformed_credential_is_refused_without_showing_it"),
+    Covered("config: credential outside Latin-1", "a token with €", "outside Latin-1", 2,
+            "tests/test_config.py::test_a_malformed_credential_is_refused_without_showing_it"),
+    Covered("config: password in the URL", 'url = "http://alice:...@prom:9090"', "prometheus.url: holds a user name or password",
+            2, "tests/test_config.py::test_credentials_in_the_url_are_refused_without_showing_them"),
+    # tests/test_queries.py
+    Covered("query: required parameter missing", "yolocost query top_idle_wasters", "needs --param month", 2,
+            "tests/test_queries.py::test_missing_and_bad_parameters_are_clean_errors"),
+    Covered("query: INTEGER parameter not a number", "-p limit=ten", "limit: 'ten' is not a valid INTEGER", 2,
+            "tests/test_queries.py::test_missing_and_bad_parameters_are_clean_errors"),
+    Covered("query: misspelt parameter", "-p limt=3", "has no parameter limt", 2,
+            "tests/test_queries.py::test_missing_and_bad_parameters_are_clean_errors"),
+    Covered("query: DOUBLE parameter nan or inf", "-p min_hours=nan", "is not a valid DOUBLE", 2,
+            "tests/test_queries.py::test_missing_and_bad_parameters_are_clean_errors"),
+    Covered("query: error raised while reading rows", "SELECT error('too late') ...", "query sql: Invalid Input Error: too late",
+            2, "tests/test_queries.py::test_an_error_while_reading_rows_is_a_clean_error"),
+    # tests/test_finance.py
+    Covered("export finance: month without data", "--month 2026-04", "no usage data for 2026-04", 2,
+            "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
+    Covered("export finance: month not YYYY-MM", "--month march", "not YYYY-MM", 2,
+            "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
+    Covered("export finance: --month missing", "yolocost export finance", "--month", 2,
+            "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
+    Covered("export finance: database missing", "--db none.duckdb", "database not found", 2,
+            "tests/test_finance.py::test_missing_database_is_one_clear_error"),
+    # tests/test_metrics.py
+    Covered("load: GPU model without a price (no default)", "gpu_model H100", "H100", 2,
+            "tests/test_metrics.py::test_unpriced_gpu_model_is_an_error_and_the_default_price_is_explicit"),
+    # tests/report
+    *[Covered(f"report: {name}", example, message, 2, "tests/report/test_report_cli.py::test_bad_input_is_one_line_and_exit_2")
+      for name, example, message in [
+          ("month not a month", "--month 2026-13", "is not a month"),
+          ("month without data", "--month 2026-12", "no data for 2026-12"),
+          ("unknown project", "--audience project:nope", "no project 'nope'"),
+          ("unknown audience", "--audience everyone", "is not admin, project:NAME or all"),
+          ("unknown format", "--format docx", "'docx' is not one of html, pdf"),
+          ("templates folder missing", "--templates no-such-folder", "templates folder not found"),
+      ]],
+    Covered("report: PDF without Chromium", "PATH without chromium", "apt-get install chromium", 2,
+            "tests/report/test_report_cli.py::test_report_without_chromium_says_how_to_install_it_and_stops"),
+    Covered("report: Chromium that hangs or dies", "a chromium that sleeps", "starting Chromium", 2,
+            "tests/report/test_report_pdf.py::test_a_browser_that_hangs_or_dies_is_one_clean_error"),
+    Covered("report: template syntax error", "{% if %}", "actions.html:2: TemplateSyntaxError", 2,
+            "tests/report/test_report_templates.py::test_a_broken_override_is_one_line_naming_its_file_and_line"),
+    Covered("report: template names an unknown value", "{{ no_such_value.x }}", "actions.html:3: UndefinedError", 2,
+            "tests/report/test_report_templates.py::test_a_broken_override_is_one_line_naming_its_file_and_line"),
+    Covered("report: template includes a missing file", "{% include 'nope.html' %}", "TemplateNotFound: nope.html", 2,
+            "tests/report/test_report_templates.py::test_a_broken_override_is_one_line_naming_its_file_and_line"),
+    # tests/ingest/test_ingest_errors.py
+    *[Covered(f"ingest: {name}", example, message, 2, f"tests/ingest/test_ingest_errors.py::{test}")
+      for name, example, message, test in [
+          ("nothing listening", "url of a closed port", "connection refused", "test_nothing_listening"),
+          ("a web page, not Prometheus", "url of an intranet page", "does not answer like a Prometheus API",
+           "test_http_server_that_is_not_prometheus"),
+          ("HTTP 404 web server", "url without /api/v1", "HTTP 404, text/html", "test_http_server_that_is_not_prometheus"),
+          ("JSON that is not the API's", '{"hello": "world"}', "HTTP 200, application/json",
+           "test_http_server_that_is_not_prometheus"),
+          ("wrong password", "password_env with a wrong password", "refused the credentials (HTTP 401)",
+           "test_wrong_credentials"),
+          ("password in the URL", "url = http://user:pw@...", "prometheus.url: holds a user name or password",
+           "test_wrong_credentials"),
+          ("--query.max-samples below one interval", "--query.max-samples=5", "too many samples",
+           "test_max_samples_too_small_even_for_one_interval"),
+          ("--query.timeout too small", "--query.timeout=1ms", "--query.timeout", "test_query_timeout_too_small"),
+          ("scraped slower than configured", "scrape_interval_seconds = 15 on 30 s data",
+           "has more than 150 s of samples in any 300 s interval", "test_scrape_slower_than_configured"),
+          ("server lost stored intervals", "retention passed half the window", "would delete them",
+           "test_stored_intervals_the_server_no_longer_holds_are_not_deleted"),
+          ("series without UUID", "exporter without default labels", "carry no UUID label", "test_no_uuid_label"),
+          ("energy counter missing", "no DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+           "holds GPU utilization but no DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION series", "test_missing_metric"),
+          ("utilization missing", "no DCGM_FI_DEV_GPU_UTIL",
+           "holds no DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE series", "test_missing_metric"),
+          ("second ingest while one holds the lock", "two ingests at once", "another yolocost run holds yc.duckdb.lock",
+           "test_second_ingest_refused_while_the_lock_is_held"),
+      ]],
+    # tests/test_monthly.py
+    Covered("monthly: second run while one runs", "two crons at once", "holds yolocost.duckdb.lock", 2,
+            "tests/test_monthly.py::test_second_run_is_refused_while_one_holds_the_lock"),
+    Covered("monthly: Prometheus unreachable", "url of port 1", "error: cannot reach Prometheus", 2,
+            "tests/test_monthly.py::test_failure_exits_non_zero_with_one_line"),
+    # tests/bench
+    *[Covered(f"bench matrix: {name}", example, message, 2, "tests/bench/test_matrix.py::test_bad_matrix_is_one_line")
+      for name, example, message in [
+          ("job id twice", "two [[run]] of one model", "job id lb-yolov8n appears twice"),
+          ("model missing", "[[run]] without model", "run[2].model: missing"),
+          ("unknown key", "epoch = 3", "run[2].epoch: unknown key"),
+          ("wrong type", "epochs = '3'", "run[2].epochs: has the wrong type"),
+          ("bad job id", "name = 'bad id'", "must be letters, digits"),
+          ("unknown top-level key", "project = 'x' at the top", "project: unknown key"),
+      ]],
+    Covered("bench matrix: damaged run record", "yolocost-run.json holding {not json", "lb-yolov8n", 2,
+            "tests/bench/test_matrix.py::test_matrix_runs_every_config_and_skips_finished_ones"),
+    Covered("bench run: unknown model yaml", "--model yolov8x-nosuch.yaml", "--model yolov8x-nosuch.yaml: ", 2,
+            "tests/bench/test_runner_recovery.py::test_bad_model_or_device_is_one_line_and_counts_no_attempt"),
+    Covered("bench run: weights file as model", "--model yolov8n.pt", "downloads nothing", 2,
+            "tests/bench/test_runner_recovery.py::test_bad_model_or_device_is_one_line_and_counts_no_attempt"),
+    Covered("bench run: two devices", "--device 0,1", "one device per job", 2,
+            "tests/bench/test_runner_recovery.py::test_bad_model_or_device_is_one_line_and_counts_no_attempt"),
+    Covered("bench run: dataset missing", "--data with a download: URL", "data {data}", 2,
+            "tests/bench/test_runner_recovery.py::test_missing_dataset_is_one_line_and_nothing_is_downloaded"),
+    Covered("bench run: same job twice at once", "two runs of job busy", "bench run of job busy, pid", 2,
+            "tests/bench/test_runner_recovery.py::test_a_second_process_on_the_same_job_is_refused"),
+    Covered("bench run: metrics port in use", "--metrics-port of a bound port", "cannot serve metrics on", 2,
+            "tests/bench/test_runner_recovery.py::test_a_port_in_use_is_one_line_and_counts_no_attempt"),
+    Covered("bench run: torch not installed", "pip install yolocost without [bench]",
+            "error: the benchmark runner needs the bench extra", 2,
+            "tests/bench/test_without_torch.py::test_bench_run_without_torch_says_what_to_install"),
+    *[Covered(f"bench run: job label {name}", example, message, 2,
+              "tests/bench/test_job_metrics.py::test_label_names_that_collide_are_one_clean_error")
+      for name, example, message in [
+          ("that is the job id", "[labels] project = 'job_id'", "project = 'job_id' is also the job id"),
+          ("that is the UUID", "[labels] user = 'UUID'", "user = 'UUID' is also the runner's UUID label"),
+          ("used twice", "project and user both 'team'", "'team' is also the label of project"),
+          ("not a Prometheus label name", "[labels] project = '1team'", "cannot be served as a Prometheus label name"),
+      ]],
+    *[Covered(f"import-results: {name}", example, message, 2,
+              "tests/bench/test_results_import.py::test_bad_input_changes_nothing")
+      for name, example, message in [
+          ("no results.csv", "a folder without results.csv", "no results.csv"),
+          ("short line", "a line of 3 cells", "line 2 has 3 cells"),
+          ("cell not a number", "abc in a loss column", "is not a number"),
+          ("epoch twice", "epoch 1 on two lines", "epoch 1 appears twice"),
+          ("mAP as a percentage", "metrics/mAP50(B) = 15.0", "fractions between 0 and 1"),
+          ("run record not JSON", "yolocost-run.json holding {not json", "not a valid run record"),
+          ("run record of the wrong shape", '"labels": null', "not a valid run record (labels is null, expected a JSON object)"),
+          ("run record label not text", '"project": ["a"]', "expected a string or null"),
+      ]],
+    Covered("import-results: two folders of one job id", "a/train b/train", "are both job train", 2,
+            "tests/bench/test_results_import.py::test_two_folders_with_one_job_id_are_refused"),
+]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    """Inline code in a table cell; a backtick inside gets a double-backtick span."""
+    text = _cell(text)
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def table_rows() -> list[str]:
+    rows = [
+        f"| {_cell(c.name)} | {_code('yolocost ' + ' '.join(_quote(a) for a in c.argv))}"
+        f"{' (' + _cell(c.given) + ')' if c.given else ''} | {_code(c.message)} | {c.status} | `{HERE}::test_case` |"
+        for c in CASES
+    ]
+    rows += [f"| {_cell(c.name)} | {_code(c.example)} | {_code(c.message)} | {c.status} | `{c.test}` |"
+             for c in ELSEWHERE]
+    return ["| Class | Example | Message (fragment) | Exit | Tested in |", "|---|---|---|---|---|", *rows]
+
+
+def _quote(arg: str) -> str:
+    return f"'{arg}'" if not arg or any(ch in arg for ch in " \"$*;()") else arg
+
+
+def rendered_doc(current: str) -> str:
+    """docs/errors.md with the table between its markers rewritten from CASES and ELSEWHERE."""
+    head, _, rest = current.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    count = f"\n{len(CASES) + len(ELSEWHERE)} classes.\n\n"
+    return head + BEGIN + count + "\n".join(table_rows()) + "\n" + END + tail
+
+
+def test_the_errors_table_is_current():
+    current = DOC.read_text(encoding="utf-8")
+    assert BEGIN in current and END in current
+    assert current == rendered_doc(current), "docs/errors.md is stale: run python tests/test_bad_input.py --write"
+
+
+def test_there_are_at_least_100_classes_and_each_names_a_real_test():
+    assert len(CASES) + len(ELSEWHERE) >= 100
+    names = [c.name for c in CASES] + [c.name for c in ELSEWHERE]
+    assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
+    for covered in ELSEWHERE:
+        path, _, function = covered.test.partition("::")
+        source = (ROOT / path).read_text(encoding="utf-8")
+        defined = {n.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)}
+        assert function in defined, covered.test
+        if not covered.message.startswith("("):  # "(...)": a behaviour, not a message text
+            assert covered.message in source or covered.message in _unescaped(source), (covered.name, covered.test)
+
+
+def _unescaped(source: str) -> str:
+    """The file's text with Python string escapes read (a message written as \\u20ac)."""
+    return source.encode("utf-8").decode("unicode_escape", errors="ignore")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_bad_input.py --write   (rewrites the table in docs/errors.md)")
+    DOC.write_text(rendered_doc(DOC.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {len(CASES) + len(ELSEWHERE)} classes into {DOC}")
