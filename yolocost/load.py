@@ -144,6 +144,7 @@ def _replaced_window(con: duckdb.DuckDBPyConnection, config: Config, directory: 
     """The window the staged usage rows replace (`window`, else their span without holes),
     once they are known to be the cluster's, inside it, and to lose no stored GPU-interval."""
     where = str(directory / RAW_FILES["gpu_usage"][0])
+    db.check_grain(con, config)  # a changed grain misses every stored interval: name the cause, not a loss
     coverage.check_cluster(con, config, where)
     coverage.check_times(con, config, *(window or (None, None)), where, now)
     start, end = window or coverage.data_span(con, config, where)
