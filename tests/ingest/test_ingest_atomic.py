@@ -181,8 +181,12 @@ def test_sigkill_mid_ingest_keeps_the_previous_state(point, previous, yc, prom, 
         if proc.returncode == 0:
             assert state == after
 
-    # the killed run's lock file stays behind, naming it, but blocks nothing (the flock went with it)
+    # the killed run's lock file stays behind, naming it, but blocks nothing (the flock went with it).
+    # Every trigger line is said after the lock is taken; a kill timed from the start alone may
+    # land (on a loaded machine) before the file is created or before the pid is written in it.
     lock = db.with_name(db.name + ".lock")
-    assert f"ingest, pid {proc.pid}" in lock.read_text()
+    text = lock.read_text() if lock.exists() else ""
+    if trigger is not None or text:
+        assert f"ingest, pid {proc.pid}" in text
     h.assert_ok(yc.ingest(config, db))
     assert _distinct_loads(h.state(db)) == _distinct_loads(after)
