@@ -8,8 +8,9 @@ month's database in its own process and records its exit status, its error line 
 time. After a failed run the copy must hold exactly what it held before (a failure must never
 leave a partial database); every successful run must leave the same raw tables.
 
-Prepared once per DuckDB version (a database file written by one version is not always
-readable by an older one) and cached under benchmarks/.work/duckdb_stress/ (git-ignored).
+Prepared once per DuckDB version, write settings and yolocost/db.py (a database file written
+by one version is not always readable by an older one; db.py chooses the file's storage
+format) and cached under benchmarks/.work/duckdb_stress/ (git-ignored).
 
     python benchmarks/duckdb_stress.py --runs 50
     python benchmarks/duckdb_stress.py --runs 50 --duckdb /tmp/duckdb-1.5.6   # pip install --target
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
+import resource
 import shlex
 import shutil
 import signal
@@ -102,6 +105,15 @@ def state_of(python: str, env: dict, path: Path, tables: str = "all") -> dict | 
     return json.loads(out.stdout)
 
 
+def storage_version(python: str, env: dict, path: Path) -> str:
+    """DuckDB's storage format of the file (`v1.5.0+`, `v2.0.0+`, ...)."""
+    code = ("import duckdb, sys; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print(c.execute('SELECT tags FROM duckdb_databases() WHERE database_name = current_database()')"
+            ".fetchone()[0].get('storage_version', '?'))")
+    out = run_child(python, env, ["-c", code, str(path)])
+    return out.stdout.strip() if out.returncode == 0 else "?"
+
+
 def prepare(python: str, env: dict, version: str, write_settings: str | None) -> tuple[Path, Path, Path, dict]:
     """(config, full database, gap folder, full database's fingerprint), made once per version."""
     gap = WORK / "gap"
@@ -118,7 +130,10 @@ def prepare(python: str, env: dict, version: str, write_settings: str | None) ->
         if out.returncode:
             sys.exit(f"error: making the gap folder: {out.stderr.strip()}")
         (gap / "gpu_usage.parquet.tmp").rename(gap / "gpu_usage.parquet")
-    folder = WORK / version
+    # per version, write settings and db.py (the connection settings: they may change the
+    # storage format of the file the full database is written in)
+    key = hashlib.sha1((write_settings or "").encode() + (ROOT / "yolocost" / "db.py").read_bytes()).hexdigest()[:8]
+    folder = WORK / f"{version}-{key}"
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "yolocost.toml"
     shutil.copyfile(SAMPLE / "yolocost.toml", config)
@@ -156,13 +171,14 @@ def one_run(i: int, args, env: dict, config: Path, full: Path, gap: Path, before
     shutil.copyfile(full, copy)
     command = yolocost_command(args.write_settings, ["--config", str(config), "--db", str(copy), "load",
                                                      *shlex.split(args.load_args), str(gap)])
-    start = time.monotonic()
+    start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc = run_child(args.python, env, command, timeout=args.timeout)
     except subprocess.TimeoutExpired:
         proc = subprocess.CompletedProcess(command, 124, "", f"error: no end after {args.timeout} s")
-    wall = time.monotonic() - start
-    record = {"run": i, "rc": proc.returncode, "wall_s": round(wall, 3)}
+    wall, after_cpu = time.monotonic() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after_cpu.ru_utime - cpu.ru_utime) + (after_cpu.ru_stime - cpu.ru_stime)
+    record = {"run": i, "rc": proc.returncode, "wall_s": round(wall, 3), "cpu_s": round(cpu_s, 3)}
     if proc.returncode:
         record["error"] = error_line(proc)
         after = state_of(args.python, env, copy)
@@ -178,6 +194,7 @@ def one_run(i: int, args, env: dict, config: Path, full: Path, gap: Path, before
 def summarize(records: list[dict]) -> dict:
     walls = [r["wall_s"] for r in records]
     failures = [r for r in records if r["rc"]]
+    ok_cpu = [r["cpu_s"] for r in records if not r["rc"]]
     raws = {json.dumps(r["raw"], sort_keys=True) for r in records if not r["rc"]}
     return {
         "runs": len(records),
@@ -187,6 +204,8 @@ def summarize(records: list[dict]) -> dict:
         "distinct_results_of_successful_runs": len(raws),
         "wall_s_median": round(statistics.median(walls), 2) if walls else None,
         "wall_s_mean": round(statistics.fmean(walls), 2) if walls else None,
+        # the machine may be shared: CPU seconds (user + system) of the run's process
+        "cpu_s_median_of_successful_runs": round(statistics.median(ok_cpu), 2) if ok_cpu else None,
     }
 
 
@@ -212,13 +231,14 @@ def main() -> None:
     label = args.label or version + (f" {args.write_settings}" if args.write_settings else "")
     print(f"duckdb {version}: preparing", file=sys.stderr)
     config, full, gap, before = prepare(args.python, env, version, args.write_settings)
+    storage = storage_version(args.python, env, full)
     records = []
     for i in range(1, args.runs + 1):
         record = one_run(i, args, env, config, full, gap, before)
         records.append(record)
         print(f"run {i}/{args.runs}: rc {record['rc']} {record['wall_s']:.2f} s"
               + (f" {record['error']} (database {record['db']})" if record["rc"] else ""), file=sys.stderr, flush=True)
-    summary = {"duckdb": version, "label": label, "load_args": args.load_args,
+    summary = {"duckdb": version, "label": label, "storage_version": storage, "load_args": args.load_args,
                "write_settings": json.loads(args.write_settings) if args.write_settings else None,
                **summarize(records)}
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
