@@ -58,7 +58,7 @@ SETTINGS_RUNNER = (
 
 
 def child_env(duckdb_dir: str | None) -> dict:
-    """The environment of every child: this checkout first, then a given duckdb folder before it."""
+    """The environment of every child: a given duckdb folder first on PYTHONPATH, then this checkout."""
     env = dict(os.environ)
     paths = ([duckdb_dir] if duckdb_dir else []) + [str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
