@@ -18,3 +18,20 @@ def test_writes_run_on_one_thread_and_reads_on_all(tmp_path):
         assert con.execute("SELECT current_setting('threads')").fetchone()[0] == default
     finally:
         con.close()
+
+
+def test_new_databases_use_a_storage_format_duckdb_1_5_reads(tmp_path):
+    """Every database file yolocost creates, whichever DuckDB creates it, can be opened by the
+    pinned DuckDB 1.5 line: DuckDB 2.0 writes its own 2.0 format by default, which 1.5
+    cannot read."""
+    import duckdb
+
+    path = tmp_path / "t.duckdb"
+    with db.writing(path):
+        pass
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tags = con.execute("SELECT tags FROM duckdb_databases() WHERE database_name = 't'").fetchone()[0]
+    finally:
+        con.close()
+    assert tags["storage_version"] == "v1.0.0+"  # the format DuckDB 1.5 writes by default

@@ -34,6 +34,8 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
     try:
         options = {"enable_external_access": False} if sandboxed else {}
         options.update(NO_EXTENSION_DOWNLOADS)
+        if not read_only:
+            options["storage_compatibility_version"] = STORAGE_VERSION
         if memory_limit:
             options["memory_limit"] = memory_limit
         options.update(settings or {})
@@ -146,6 +148,16 @@ def require_database(path: Path | str) -> None:
     if not path.is_file():
         raise YolocostError(f"{path}: database not found (check --db and [database] path, or create it with "
                             "`yolocost load`, `yolocost ingest` or `yolocost demo`)")
+
+
+# A database file this creates uses the storage format DuckDB 1.5 writes by default, so the
+# pinned 1.5 line can open a file whichever DuckDB created it (DuckDB 2.0 writes its own 2.0
+# format by default, which 1.5 cannot read). The pin: DuckDB 2.0.0 ends a load now and then
+# with "Corrupted bitpacking segment", "Corrupted RLE segment", an INT64 overflow or a
+# segfault while the models are rebuilt in the transaction that has just replaced a large
+# window, in files of every format (benchmarks/duckdb_stress.py, BENCHMARKS.md); DuckDB 1.5.6
+# failed in none of 100 such loads. A file keeps the format it was created with.
+STORAGE_VERSION = "v0.10.2"
 
 
 @contextlib.contextmanager
