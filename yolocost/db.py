@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -42,7 +43,7 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
         con = duckdb.connect(str(path), read_only=read_only, config=options)
     except duckdb.IOException as exc:
         first = str(exc).splitlines()[0]
-        if "lock" in first.lower():
+        if "could not set lock" in first.lower() or "conflicting lock" in first.lower():
             raise YolocostError(f"{path}: database is in use by another yolocost process ({first})") from None
         raise storage_error(path, exc) or YolocostError(f"{path}: cannot open database: {first}") from None
     except duckdb.Error as exc:
@@ -84,7 +85,8 @@ def storage_error(path: Path | str, exc: BaseException, outcome: str = "") -> Yo
     disguised as bad input."""
     if not isinstance(exc, duckdb.Error):
         return None
-    first = " ".join((str(exc).splitlines() or [""])[0].split())
+    # DuckDB 1.5 opens its messages with the error's kind ("IO Error: "): the line says it otherwise
+    first = re.sub(r"^[A-Za-z ]+ Error: ", "", " ".join((str(exc).splitlines() or [""])[0].split()))
     text = str(exc)
     name = Path(path).name
     if "No space left on device" in text or "Disk full" in text or "disk is full" in text:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import MONTH
+from conftest import MONTH, require_tools
 from smallfs import file_size_limit, remount_read_only, tmpfs
 
 OLD = "<p>the report of an earlier run</p>\n"
@@ -117,8 +117,6 @@ def test_a_full_disk_leaves_the_earlier_set_and_no_temporary_file(workdir):
 
 def test_a_full_disk_while_printing_pdfs_leaves_the_earlier_set(workdir, monkeypatch):
     """The PDFs print in worker processes: their failed write is the same one line."""
-    from conftest import require_tools
-
     require_tools(chromium=True)
     folder, db = workdir
     reports = folder / "reports"
