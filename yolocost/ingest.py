@@ -26,6 +26,7 @@ from .config import Config
 from .errors import DataError, YolocostError
 from .load import rebuild, replace_window
 from .promclient import PrometheusClient, PrometheusError, QueryTooBig
+from .sqltext import literal
 from .storeprobe import StoreProbe
 
 Progress = Callable[[str], None]
@@ -121,7 +122,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             )
             _set_job_times(con)
             stored = con.execute(f"SELECT count(*) FROM gpu_usage WHERE interval_start >= to_timestamp({s}) "
-                                 f"AND interval_start < to_timestamp({e}) AND cluster = {_sql_value(config.cluster)}"
+                                 f"AND interval_start < to_timestamp({e}) AND cluster = {literal(config.cluster)}"
                                  ).fetchone()[0]
             if stored != rows:  # never commit a window that lost rows on the way in
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
@@ -537,7 +538,7 @@ class _Coded:
             kind = "BIGINT"
         else:
             raise TypeError(f"column {column} mixes {sorted(k.__name__ for k in kinds)}")
-        return f'list_extract([{", ".join(map(_sql_value, self.values))}]::{kind}[], "{column}")'
+        return f'list_extract([{", ".join(map(literal, self.values))}]::{kind}[], "{column}")'
 
 
 def _coded(values: list) -> _Coded:
@@ -546,16 +547,6 @@ def _coded(values: list) -> _Coded:
     codes = np.fromiter((0 if v is None else index.setdefault(v, len(index) + 1) for v in values),
                         np.int32, len(values))
     return _Coded(codes, list(index))
-
-
-def _sql_value(value: str | int) -> str:
-    """A string or int as a SQL literal. Bound parameters would do, but DuckDB 1.5 imports
-    pandas and pyarrow on the first parameter it binds."""
-    if isinstance(value, str):  # a NUL would end the literal: it goes in as chr(0)
-        return "(" + " || chr(0) || ".join("'" + part.replace("'", "''") + "'" for part in value.split("\0")) + ")"
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return str(int(value))
-    raise TypeError(f"no SQL literal for {type(value).__name__}")
 
 
 def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> Columns:
@@ -642,7 +633,7 @@ def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) 
                    least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS busy_seconds
             FROM fetched
         )
-        SELECT to_timestamp(interval_start) AS interval_start, {_sql_value(config.cluster)}::VARCHAR AS cluster, hostname, gpu_uuid, gpu_index,
+        SELECT to_timestamp(interval_start) AS interval_start, {literal(config.cluster)}::VARCHAR AS cluster, hostname, gpu_uuid, gpu_index,
                gpu_model, mig_profile, job_id, seconds AS seconds_present,
                least(greatest(util / samples, 0), 100) AS util_mean,
                busy_seconds AS seconds_busy,
@@ -733,7 +724,7 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns, params: li
            source: str = "SELECT * FROM fetched") -> None:
     """The temp table incoming_<table>, shaped like the raw table: the columns of `source` (a
     query of `data`, seen as `fetched`) cast to the raw table's types, absent ones NULL.
-    Better no `params`: DuckDB 1.5 imports pandas and pyarrow to bind them (`_sql_value`)."""
+    Better no `params`: DuckDB 1.5 imports pandas and pyarrow to bind them (sqltext.py)."""
     scanned = {name: column.codes if isinstance(column, _Coded) else column for name, column in data.items()}
     columns = ", ".join(column.sql(name) + f' AS "{name}"' if isinstance(column, _Coded) else f'"{name}"'
                         for name, column in data.items())
