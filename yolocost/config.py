@@ -29,6 +29,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 from .errors import ConfigError
 from .money import is_currency
+from .sqltext import literal
 
 CONFIG_ENV = "YOLOCOST_CONFIG"
 DEFAULT_CONFIG_NAME = "yolocost.toml"
@@ -367,7 +368,7 @@ class _Parser:
         try:
             re.compile(pattern)
             # the SQL models match with DuckDB's RE2, which lacks look-arounds and backreferences
-            duckdb.execute("SELECT regexp_full_match('', ?)", [pattern])
+            duckdb.execute(f"SELECT regexp_full_match('', {literal(pattern)})")  # no parameter: see sqltext
         except (re.error, duckdb.Error) as exc:
             first = str(exc).splitlines()[0]
             raise self.fail("tag_policy.pattern", f"not a valid RE2 regular expression: {first}") from None

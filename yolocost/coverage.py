@@ -21,6 +21,7 @@ import duckdb
 
 from .config import Config
 from .errors import DataError, YolocostError
+from .sqltext import literal
 
 UTC = dt.timezone.utc
 HOLE_SECONDS = 3600  # a span with no row of any GPU for this long has a hole (an outage of minutes has not)
@@ -61,19 +62,19 @@ def check_times(con: duckdb.DuckDBPyConnection, config: Config, start: dt.dateti
                 end: dt.datetime | None, where: str, now: dt.datetime | None = None) -> None:
     """No incoming row in the future (after now + a grain), none outside [start, end)."""
     latest = (now or dt.datetime.now(UTC)) + dt.timedelta(seconds=config.grain_seconds)
-    n, first, gpu = con.execute("""
+    n, first, gpu = con.execute(f"""
         SELECT count(*) OVER (), interval_start, gpu_uuid FROM incoming_gpu_usage
-        WHERE interval_start > ? ORDER BY interval_start, gpu_uuid LIMIT 1
-    """, [latest]).fetchone() or (0, None, None)
+        WHERE interval_start > {literal(latest)} ORDER BY interval_start, gpu_uuid LIMIT 1
+    """).fetchone() or (0, None, None)
     if n:
         raise DataError(f"{where}: {n:,} usage row(s) in the future (after {_at(latest)}), the first at "
                         f"{_at(first)} (GPU {gpu}); refused")
     if start is None:
         return
-    n, first, last = con.execute("""
+    n, first, last = con.execute(f"""
         SELECT count(*), min(interval_start), max(interval_start) FROM incoming_gpu_usage
-        WHERE interval_start < ? OR interval_start >= ?
-    """, [start, end]).fetchone()
+        WHERE interval_start < {literal(start)} OR interval_start >= {literal(end)}
+    """).fetchone()
     if n:
         raise DataError(f"{where}: {n:,} usage row(s) outside the window {_at(start)} to {_at(end)} "
                         f"(from {_at(first)} to {_at(last)}); refused")
@@ -120,8 +121,8 @@ def lost_rows(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime
     return con.execute(f"""
         WITH lost AS (
             SELECT s.gpu_uuid, s.hostname, s.interval_start, s.seconds_present
-            FROM (SELECT * FROM gpu_usage WHERE cluster = $cluster
-                  AND interval_start >= $start AND interval_start < $end) AS s
+            FROM (SELECT * FROM gpu_usage WHERE cluster = {literal(config.cluster)}
+                  AND interval_start >= {literal(start)} AND interval_start < {literal(end)}) AS s
             ANTI JOIN incoming_gpu_usage AS i ON i.gpu_uuid = s.gpu_uuid AND i.interval_start = s.interval_start
         )
         SELECT count(*), count(DISTINCT gpu_uuid),
@@ -129,7 +130,7 @@ def lost_rows(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime
                coalesce(sum(seconds_present), 0) / 3600,
                list_sort(list(DISTINCT gpu_uuid))[1:{NAMED}], list_sort(list(DISTINCT hostname))[1:{NAMED}]
         FROM lost
-    """, {"cluster": config.cluster, "start": start, "end": end}).fetchone()
+    """).fetchone()
 
 
 def describe_loss(config: Config, lost: tuple) -> str:

@@ -15,6 +15,7 @@ from . import interrupts
 from .config import Config
 from .errors import YolocostError
 from .resources import SQL_DIR
+from .sqltext import literal, values
 
 
 def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,
@@ -274,23 +275,21 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     con.execute("DELETE FROM settings")
     con.execute(  # by name: a settings table migrated from an older file may order its columns otherwise
         "INSERT INTO settings (cluster, timezone, currency, grain_seconds, busy_util_percent, idle_util_percent, "
-        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [config.cluster, config.timezone, config.currency, config.grain_seconds,
-         t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
-         t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern],
-    )
+        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern) VALUES "
+        + values([(config.cluster, config.timezone, config.currency, config.grain_seconds,
+                   t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
+                   t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern)])
+    )  # values as literals, not parameters: see sqltext
     con.execute("DELETE FROM prices")
     rows = [(p.gpu_model, p.effective_from, p.price_per_gpu_hour) for p in config.prices]
     if config.default_price_per_gpu_hour is not None:
         rows.append(("*", dt.date(1970, 1, 1), config.default_price_per_gpu_hour))
     if rows:
-        con.executemany("INSERT INTO prices VALUES (?, ?, ?)", rows)
+        con.execute(f"INSERT INTO prices VALUES {values(rows)}")
     con.execute("DELETE FROM energy_prices")
     if config.energy_prices:
-        con.executemany(
-            "INSERT INTO energy_prices VALUES (?, ?)",
-            [(e.effective_from, e.price_per_kwh) for e in config.energy_prices],
-        )
+        con.execute(f"INSERT INTO energy_prices VALUES "
+                    f"{values([(e.effective_from, e.price_per_kwh) for e in config.energy_prices])}")
 
 
 def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:

@@ -26,6 +26,7 @@ from .config import Config
 from .errors import DataError, YolocostError
 from .load import rebuild, replace_window
 from .promclient import PrometheusClient, PrometheusError, QueryTooBig
+from .sqltext import literal
 from .storeprobe import StoreProbe
 
 Progress = Callable[[str], None]
@@ -120,8 +121,9 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
                 progress=progress, progress_by_window=True,
             )
             _set_job_times(con)
-            stored = con.execute("SELECT count(*) FROM gpu_usage WHERE interval_start >= ? AND interval_start < ? "
-                                 "AND cluster = ?", [start, end, config.cluster]).fetchone()[0]
+            stored = con.execute(f"SELECT count(*) FROM gpu_usage WHERE interval_start >= to_timestamp({s}) "
+                                 f"AND interval_start < to_timestamp({e}) AND cluster = {literal(config.cluster)}"
+                                 ).fetchone()[0]
             if stored != rows:  # never commit a window that lost rows on the way in
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
                                 "nothing was changed")
@@ -130,8 +132,8 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
 
 
-Columns = dict[str, np.ndarray]  # a table as numpy arrays (strings as object arrays), which
-# DuckDB scans directly: NaN and None read as NULL, datetime64 as TIMESTAMP
+Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings as codes, _Coded),
+# which DuckDB scans directly: NaN reads as NULL, datetime64 as TIMESTAMP
 
 
 @dataclass
@@ -374,10 +376,10 @@ class _Fetcher:
             rows["metric"].append(m["name"])
             rows["value"].append(s["value"] if math.isfinite(s["value"]) else math.nan)
         progress = {
-            "job_id": _objects(rows["job_id"]),
+            "job_id": _coded(rows["job_id"]),
             "ts": np.array(rows["ts"], np.int64).astype("datetime64[us]"),
             "epoch": np.array(rows["epoch"], np.int64),
-            "metric": _objects(rows["metric"]),
+            "metric": _coded(rows["metric"]),
             "value": np.array(rows["value"], np.float64),
         }
         results: dict[str, dict[str, float]] = {}
@@ -393,10 +395,10 @@ class _Fetcher:
         ids = sorted(results)
         best = [results[j].get("best_epoch") for j in ids]
         table = {
-            "job_id": _objects(ids),
+            "job_id": _coded(ids),
             "map50": np.array([results[j].get("map50", math.nan) for j in ids], np.float64),
             "map50_95": np.array([results[j].get("map50_95", math.nan) for j in ids], np.float64),
-            "best_epoch": _objects([int(b) if b is not None and math.isfinite(b) else None for b in best]),
+            "best_epoch": _coded([int(b) if b is not None and math.isfinite(b) else None for b in best]),
         }
         return progress, table
 
@@ -499,11 +501,52 @@ def _summed(groups: np.ndarray, n: int, values: np.ndarray, nulls_sum_to_null: b
     return out
 
 
-def _objects(values: list) -> np.ndarray:
-    """A list as a numpy object array (strings, or ints with None), which DuckDB reads as such."""
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
+class _Coded:
+    """A column of strings (or ints with NULLs) as int32 codes into its distinct values (0: NULL,
+    n: values[n - 1]). DuckDB 1.5 imports pandas and pyarrow (74 MiB) to scan a numpy object
+    array; the codes it scans as is, and `sql` turns them back into the values in the query.
+    Indexing, iterating and `==` behave as on the object array it stands for."""
+
+    __slots__ = ("codes", "values")
+    __hash__ = None
+
+    def __init__(self, codes: np.ndarray, values: list):
+        self.codes, self.values = codes, values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, index) -> "_Coded":
+        return _Coded(self.codes[index], self.values)
+
+    def __iter__(self):
+        decoded = [None, *self.values]
+        return (decoded[c] for c in self.codes.tolist())
+
+    def __eq__(self, other) -> np.ndarray:
+        return np.array([False, *(v == other for v in self.values)], bool)[self.codes]
+
+    def sql(self, column: str) -> str:
+        """The values of `column` (its codes) in SQL: a list literal indexed by the code, a
+        projection that keeps the rows' order; list_extract(..., 0) is NULL."""
+        if not self.values:
+            return "NULL"
+        kinds = {type(v) for v in self.values}
+        if kinds <= {str}:
+            kind = "VARCHAR"
+        elif kinds <= {int}:
+            kind = "BIGINT"
+        else:
+            raise TypeError(f"column {column} mixes {sorted(k.__name__ for k in kinds)}")
+        return f'list_extract([{", ".join(map(literal, self.values))}]::{kind}[], "{column}")'
+
+
+def _coded(values: list) -> _Coded:
+    """A list of strings or ints, None for NULL, as codes into its distinct values."""
+    index: dict = {}
+    codes = np.fromiter((0 if v is None else index.setdefault(v, len(index) + 1) for v in values),
+                        np.int32, len(values))
+    return _Coded(codes, list(index))
 
 
 def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> Columns:
@@ -541,9 +584,9 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
     row_series = sid[first]  # each row's strings are those of the first series it was summed from
     rows = {
         "interval_start": points.start + step[first] * grain,
-        **{name: _objects([getattr(g, name) if g else None for g in gpus])[row_series]
+        **{name: _coded([getattr(g, name) if g else None for g in gpus])[row_series]
            for name in ("gpu_uuid", "hostname", "gpu_index", "gpu_model", "mig_profile")},
-        "job_id": _objects(owners)[row_series],
+        "job_id": _coded(owners)[row_series],
         "gpu_interval": gpu_interval,  # for checks; not stored
         "samples": held,
         "seconds_us": seconds_us,
@@ -584,13 +627,13 @@ def _owner_seconds_us(gpu_interval: np.ndarray, samples: np.ndarray, scrape: int
 def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) -> int:
     """`incoming_gpu_usage` (raw rows, in order) from the grouped sums. Returns its row count."""
     scrape = config.prometheus.scrape_interval_seconds
-    _stage(con, "gpu_usage", rows, [config.cluster], f"""
+    _stage(con, "gpu_usage", rows, None, f"""
         WITH timed AS (
             SELECT *, (seconds_us * 0.000001)::DECIMAL(12, 6) AS seconds,
                    least(round(busy * {scrape}, 6)::DECIMAL(12, 6), seconds) AS busy_seconds
             FROM fetched
         )
-        SELECT to_timestamp(interval_start) AS interval_start, ?::VARCHAR AS cluster, hostname, gpu_uuid, gpu_index,
+        SELECT to_timestamp(interval_start) AS interval_start, {literal(config.cluster)}::VARCHAR AS cluster, hostname, gpu_uuid, gpu_index,
                gpu_model, mig_profile, job_id, seconds AS seconds_present,
                least(greatest(util / samples, 0), 100) AS util_mean,
                busy_seconds AS seconds_busy,
@@ -673,15 +716,20 @@ def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Att
             values["gpu_request"] = gpus
         for k in cols:
             cols[k].append(values.get(k))
-    _stage(con, "jobs", {k: _objects(v) for k, v in cols.items()})
+    _stage(con, "jobs", {k: _coded(v) for k, v in cols.items()})
     return len(per_job)
 
 
 def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns, params: list | None = None,
            source: str = "SELECT * FROM fetched") -> None:
     """The temp table incoming_<table>, shaped like the raw table: the columns of `source` (a
-    query of `data`, seen as `fetched`) cast to the raw table's types, absent ones NULL."""
-    with _registered(con, "fetched", data):
+    query of `data`, seen as `fetched`) cast to the raw table's types, absent ones NULL.
+    Better no `params`: DuckDB 1.5 imports pandas and pyarrow to bind them (sqltext.py)."""
+    scanned = {name: column.codes if isinstance(column, _Coded) else column for name, column in data.items()}
+    columns = ", ".join(column.sql(name) + f' AS "{name}"' if isinstance(column, _Coded) else f'"{name}"'
+                        for name, column in data.items())
+    source = f"WITH fetched AS NOT MATERIALIZED (SELECT {columns} FROM fetched_codes) SELECT * FROM ({source})"
+    with _registered(con, "fetched_codes", scanned):
         types = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall()
         present = {d[0] for d in con.execute(f"SELECT * FROM ({source}) LIMIT 0", params).description}
         select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' if c in present else f'CAST(NULL AS {t}) AS "{c}"'

@@ -17,6 +17,7 @@ from typing import Callable
 import duckdb
 
 from . import coverage, db, models
+from .sqltext import literal
 from .config import Config
 from .errors import DataError, YolocostError
 
@@ -181,19 +182,19 @@ def replace_window(
     rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
     if start is not None:
         progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
-        con.execute("DELETE FROM gpu_usage WHERE interval_start >= ? AND interval_start < ? AND cluster = ?",
-                    [start, end, config.cluster])
+        con.execute(f"DELETE FROM gpu_usage WHERE interval_start >= {literal(start)} "
+                    f"AND interval_start < {literal(end)} AND cluster = {literal(config.cluster)}")
     con.execute("INSERT INTO gpu_usage SELECT * FROM incoming_gpu_usage")
     for table in ("jobs", "training_progress", "job_results"):
         if table not in staged:
             continue
         if table == "training_progress" and progress_by_window:
-            con.execute("DELETE FROM training_progress WHERE ts >= ? AND ts < ?", [start, end])
+            con.execute(f"DELETE FROM training_progress WHERE ts >= {literal(start)} AND ts < {literal(end)}")
         else:
             con.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM incoming_{table})")
         con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
     jobs = con.execute("SELECT count(*) FROM incoming_jobs").fetchone()[0] if "jobs" in staged else 0
-    con.execute("INSERT INTO loads VALUES (now(), ?, ?, ?, ?)", [source, start, end, rows])
+    con.execute(f"INSERT INTO loads VALUES (now(), {literal(source)}, {literal(start)}, {literal(end)}, {rows})")
     for table in staged:
         con.execute(f"DROP TABLE incoming_{table}")
     return LoadResult(rows, jobs, start, end)
