@@ -245,8 +245,9 @@ def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
 # --------------------------------------------------------------------------- a closed stdout pipe
 
 
-@pytest.mark.parametrize("argv", [("query", "SELECT * FROM range(200000)", "-f", "csv"), ("queries",)],
-                         ids=["query", "queries"])
+@pytest.mark.parametrize("argv", [("query", "SELECT * FROM range(200000)", "-f", "csv"), ("queries",),
+                                  ("query", "SELECT * FROM range(200000)", "-f", "csv", "-o", "/dev/stdout")],
+                         ids=["query", "queries", "query-o-dev-stdout"])
 def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path, argv):
     """`yolocost query ... | head -1`: the reader is gone before the output comes (the pipe's
     read end closed at once, so the timing cannot decide): status 141 as a Unix tool killed by

@@ -59,6 +59,8 @@ def write_output(path: Path | str, content: str | bytes, *, make_parents: bool =
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
         replace_atomically(target, data)
+    except BrokenPipeError:  # a pipe's reader left early (`-o /dev/stdout | head`): as on stdout
+        raise
     except OSError as exc:
         raise cannot_write(path, exc) from None
     return path
