@@ -107,7 +107,105 @@ def _yaml_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-class PrometheusServer:
+class LoopbackServer:
+    """A server process on 127.0.0.1 at a free port, logging to `log_path`; a context manager.
+
+    A subclass names itself (`name`, for messages), its readiness path and error class, and
+    launches the process in `_launch` (with `self.port` chosen); `_cleanup` runs after stop."""
+
+    name = "server"
+    ready_path = "/"
+    error: type[Exception] = RuntimeError
+
+    def __init__(self, ready_timeout: float = 60.0):
+        self.ready_timeout = ready_timeout
+        self.port: int | None = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def ssl_context(self):
+        """The TLS context readiness is checked with (None: plain HTTP)."""
+        return None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except (OSError, AttributeError):
+            return "(no log)"
+
+    def _check_binaries(self) -> None:
+        """Raise `error` when the binaries are missing."""
+
+    def _launch(self) -> None:
+        raise NotImplementedError
+
+    def start(self):
+        self._check_binaries()
+        for attempt in range(3):  # a port taken between free_port() and bind: try another
+            self.port = free_port()
+            self._launch()
+            try:
+                self._wait_ready()
+                return self
+            except self.error:
+                self.stop()
+                if attempt == 2 or "address already in use" not in self.log_tail():
+                    raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        last = ""
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise self.error(
+                    f"{self.name} exited with {self.proc.returncode} before it was ready; log {self.log_path}:\n"
+                    + self.log_tail()
+                )
+            try:
+                req = urllib.request.Request(self.url + self.ready_path, headers=self.headers())
+                with urllib.request.urlopen(req, timeout=2, context=self.ssl_context()) as resp:
+                    if resp.status == 200:
+                        return
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code}"
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        raise self.error(
+            f"{self.name} on {self.url} not ready after {self.ready_timeout:.0f} s ({last}); log {self.log_path}:\n"
+            + self.log_tail()
+        )
+
+    def _cleanup(self) -> None:
+        """What stop() removes after the process has ended."""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+        self._cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class PrometheusServer(LoopbackServer):
     """A prometheus process on 127.0.0.1 serving data_dir; a context manager.
 
     copy: serve a copy of data_dir (Prometheus writes into its data folder and locks it; a
@@ -115,6 +213,10 @@ class PrometheusServer:
       `scrape_configs:`, none by default. extra_flags: e.g. ("--query.max-samples=1000",).
       basic_auth: {user: password} for `--web.config.file`; then `.auth` holds the first pair.
     """
+
+    name = "prometheus"
+    ready_path = "/-/ready"
+    error = PrometheusError
 
     def __init__(self, data_dir, *, copy: bool = False, scrape_configs: str | None = None,
                  extra_flags=(), basic_auth: dict[str, str] | None = None, web_config: str | None = None,
@@ -125,15 +227,8 @@ class PrometheusServer:
         self.extra_flags = tuple(extra_flags)
         self.basic_auth = dict(basic_auth or {})
         self.web_config = web_config
-        self.ready_timeout = ready_timeout
-        self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
+        super().__init__(ready_timeout)
         self.data_dir: Path | None = None
-        self.log_path: Path | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def auth(self) -> tuple[str, str] | None:
@@ -144,28 +239,6 @@ class PrometheusServer:
             return {}
         token = base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
         return {"Authorization": f"Basic {token}"}
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
-        except (OSError, AttributeError):
-            return "(no log)"
-
-    def start(self) -> "PrometheusServer":
-        missing = missing_binaries()
-        if missing:
-            raise PrometheusError(f"{' and '.join(missing)} not found: run `make test-deps`")
-        for attempt in range(3):  # a port taken between free_port() and bind: try another
-            self.port = free_port()
-            self._launch()
-            try:
-                self._wait_ready()
-                return self
-            except PrometheusError:
-                self.stop()
-                if attempt == 2 or "address already in use" not in self.log_tail():
-                    raise
-        return self
 
     def _launch(self) -> None:
         parent = self.source.parent
@@ -199,30 +272,6 @@ class PrometheusServer:
             self.proc = subprocess.Popen([PROMETHEUS, *flags, *self.extra_flags], stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise PrometheusError(
-                    f"prometheus exited with {self.proc.returncode} before it was ready; log {self.log_path}:\n"
-                    + self.log_tail()
-                )
-            try:
-                req = urllib.request.Request(self.url + "/-/ready", headers=self.headers())
-                with urllib.request.urlopen(req, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise PrometheusError(
-            f"prometheus on {self.url} not ready after {self.ready_timeout:.0f} s ({last}); log {self.log_path}:\n"
-            + self.log_tail()
-        )
-
     def wait_for_targets(self, count: int, timeout: float = 30.0) -> None:
         """Wait until `count` scrape targets have been scraped once (up or down): Prometheus
         takes up new targets a few seconds after it starts, and a live test should not lose them."""
@@ -238,20 +287,11 @@ class PrometheusServer:
             time.sleep(0.2)
         raise PrometheusError(f"prometheus on {self.url}: fewer than {count} targets scraped after {timeout:.0f} s")
 
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.proc = None
+    def _check_binaries(self) -> None:
+        missing = missing_binaries()
+        if missing:
+            raise PrometheusError(f"{' and '.join(missing)} not found: run `make test-deps`")
+
+    def _cleanup(self) -> None:
         if self.copy and self.data_dir is not None and self.data_dir != self.source:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> "PrometheusServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import requests
 
-from promserver import free_port
+from promserver import LoopbackServer
 
 VICTORIA_METRICS = "victoria-metrics"
 IMPORT_BATCH_BYTES = 8 << 20  # one import request per this much text
@@ -84,43 +81,23 @@ def exposition_batches(om_file) -> Iterator[bytes]:
         yield "".join(batch).encode("utf-8")
 
 
-class VictoriaMetricsServer:
+class VictoriaMetricsServer(LoopbackServer):
     """A victoria-metrics process on 127.0.0.1 storing into data_dir; a context manager.
 
     extra_flags: e.g. ("-search.maxSamplesPerQuery=1000",)."""
 
+    name = "victoria-metrics"
+    ready_path = "/health"
+    error = VictoriaMetricsError
+
     def __init__(self, data_dir, *, extra_flags=(), ready_timeout: float = 60.0):
+        super().__init__(ready_timeout)
         self.data_dir = Path(data_dir)
         self.extra_flags = tuple(extra_flags)
-        self.ready_timeout = ready_timeout
-        self.port: int | None = None
-        self.proc: subprocess.Popen | None = None
-        self.log_path: Path | None = None
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
-        except (OSError, AttributeError):
-            return "(no log)"
-
-    def start(self) -> "VictoriaMetricsServer":
+    def _check_binaries(self) -> None:
         if shutil.which(VICTORIA_METRICS) is None:
             raise VictoriaMetricsError(f"{VICTORIA_METRICS} not found: run `make test-deps`")
-        for attempt in range(3):  # a port taken between free_port() and bind: try another
-            self.port = free_port()
-            self._launch()
-            try:
-                self._wait_ready()
-                return self
-            except VictoriaMetricsError:
-                self.stop()
-                if attempt == 2 or "address already in use" not in self.log_tail():
-                    raise
-        return self
 
     def _launch(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -131,27 +108,6 @@ class VictoriaMetricsServer:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen([VICTORIA_METRICS, *flags, *self.extra_flags], stdout=log,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        last = ""
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise VictoriaMetricsError(
-                    f"victoria-metrics exited with {self.proc.returncode} before it was ready; log {self.log_path}:\n"
-                    + self.log_tail())
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}"
-            except (urllib.error.URLError, OSError) as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        raise VictoriaMetricsError(
-            f"victoria-metrics on {self.url} not ready after {self.ready_timeout:.0f} s ({last}); "
-            f"log {self.log_path}:\n" + self.log_tail())
 
     def import_text(self, text: str | bytes) -> None:
         """Exposition lines (millisecond timestamps) into the store; call flush() before querying."""
@@ -171,19 +127,3 @@ class VictoriaMetricsServer:
         r = requests.get(self.url + "/internal/force_flush", timeout=120)
         if r.status_code // 100 != 2:
             raise VictoriaMetricsError(f"force_flush failed (HTTP {r.status_code}): {r.text[:500]}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self.proc = None
-
-    def __enter__(self) -> "VictoriaMetricsServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

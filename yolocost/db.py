@@ -15,7 +15,7 @@ from . import interrupts
 from .config import Config
 from .errors import YolocostError
 from .resources import SQL_DIR
-from .sqltext import literal, values
+from .sqltext import values
 
 
 def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,

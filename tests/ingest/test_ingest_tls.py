@@ -10,11 +10,7 @@ tls/other-ca.pem that must not verify it.
 
 from __future__ import annotations
 
-import contextlib
 import ssl
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -36,18 +32,8 @@ class TlsPrometheus(promserver.PrometheusServer):
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def _wait_ready(self) -> None:
-        context = ssl.create_default_context(cafile=str(CA))
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise promserver.PrometheusError(f"prometheus exited with {self.proc.returncode}:\n{self.log_tail()}")
-            with contextlib.suppress(urllib.error.URLError, OSError):
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=2, context=context) as resp:
-                    if resp.status == 200:
-                        return
-            time.sleep(0.2)
-        raise promserver.PrometheusError(f"prometheus on {self.url} not ready:\n{self.log_tail()}")
+    def ssl_context(self):
+        return ssl.create_default_context(cafile=str(CA))
 
 
 @pytest.fixture(scope="module")
