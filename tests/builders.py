@@ -361,3 +361,16 @@ def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the real `yolocost` CLI in `cwd` (its ./yolocost.toml is the config)."""
     return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
+    """Exit 2, no traceback, exactly one `error:` line (the last), holding every needle; returns it."""
+    assert result.returncode == 2, f"exit {result.returncode}\n{result.stderr}"
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), result.stderr
+    errors = [line for line in lines if line.startswith("error")]
+    assert errors == [lines[-1]], result.stderr
+    for needle in needles:
+        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
+    return errors[0]

@@ -5,7 +5,6 @@ anywhere on the way would show up in stderr.
 """
 
 import math
-import subprocess
 from pathlib import Path
 
 import duckdb
@@ -14,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from builders import yolocost
+from builders import assert_one_line_error, yolocost
 
 CONFIG = """
 [cluster]
@@ -44,17 +43,6 @@ def write_raw(folder: Path, usage: pd.DataFrame) -> Path:
     usage.to_parquet(folder / "gpu_usage.parquet", index=False)
     pd.DataFrame([{"job_id": "job-1", "project": "p", "user_name": "u"}]).to_parquet(folder / "jobs.parquet", index=False)
     return folder
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) >= 1 and lines[-1].startswith("error: "), result.stderr
-    errors = [line for line in lines if line.startswith("error")]
-    assert len(errors) == 1
-    for needle in needles:
-        assert needle in errors[0]
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from builders import assert_one_line_error
 
 from yolocost import db as ydb
 from yolocost.errors import YolocostError
@@ -34,18 +35,6 @@ def run(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "YOLOCOST_CONFIG"}
     return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(CONFIG), "--db", str(db), *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
-def one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
-    """Exit 2, no traceback, exactly one `error:` line (the last); returns it."""
-    assert result.returncode == 2, f"exit {result.returncode}\n{result.stderr}"
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("error")]
-    assert errors == [lines[-1]], result.stderr
-    for needle in needles:
-        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
-    return errors[0]
 
 
 def digest(path: Path, views: bool = True) -> dict[str, tuple]:
@@ -109,7 +98,7 @@ def test_a_file_that_is_no_duckdb_database(tmp_path, kind, command):
         path.write_text("interval_start,gpu_uuid\n2026-10-01,GPU-1\n", encoding="utf-8")
     before = sha(path)
     result = run(*command, db=path, cwd=tmp_path)
-    line = one_line_error(result, f"{path}: not a DuckDB database")
+    line = assert_one_line_error(result, f"{path}: not a DuckDB database")
     # DuckDB would otherwise fetch its SQLite extension from the internet to open the file
     assert ("it is a SQLite database" in line) == (kind == "sqlite")
     assert "extension" not in result.stderr.lower() and "download" not in result.stderr.lower()
@@ -129,7 +118,7 @@ def test_a_damaged_block_during_build(sample_copy, tmp_path):
         f.write(b"\x5a" * 64)
     before = sha(sample_copy)
     result = run("build", db=sample_copy, cwd=tmp_path)
-    one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
+    assert_one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
                    f"in block at location {HEADER_SIZE + block * BLOCK_SIZE}", "nothing was changed")
     assert sha(sample_copy) == before
     assert not sample_copy.with_name(sample_copy.name + ".wal").exists()
@@ -142,7 +131,7 @@ def test_a_damaged_header_when_the_database_is_opened(sample_copy, tmp_path, com
         f.write(b"\x5a" * 64)
     before = sha(sample_copy)
     result = run(*command, db=sample_copy, cwd=tmp_path)
-    one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
+    assert_one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
                    "in block at location 4096")
     assert sha(sample_copy) == before
 
@@ -191,7 +180,7 @@ def test_disk_full_during_load(tmp_path):
         shutil.copyfile(base, path)
         before = digest(path)
         result = run("load", str(SAMPLE), db=path, cwd=tmp_path)
-        one_line_error(result, f"{path}: disk full (no space left on device); nothing was changed")
+        assert_one_line_error(result, f"{path}: disk full (no space left on device); nothing was changed")
         assert digest(path) == before
         assert sorted(p.name for p in disk.iterdir()) == ["yc.duckdb"]  # no .wal, no temp files
     assert before["gpu_usage"][0] == 17316 and before["mart_project_month"][0] > 0
@@ -210,10 +199,10 @@ def test_read_only_folder_around_a_writable_database(sample_copy, tmp_path):
             before = sha(path)
             for command in (("build",), ("load", str(SAMPLE))):
                 result = run(*command, db=path, cwd=tmp_path)
-                one_line_error(result, f"{path}: cannot write the database: its folder {folder} is not writable",
+                assert_one_line_error(result, f"{path}: cannot write the database: its folder {folder} is not writable",
                                "read-only file system", "yc.duckdb.wal")
             result = run("ingest", "--start", "2026-10-01", "--end", "2026-10-02", db=path, cwd=tmp_path)
-            one_line_error(result, f"{path}: cannot create the lock file yc.duckdb.lock", "Read-only file system")
+            assert_one_line_error(result, f"{path}: cannot create the lock file yc.duckdb.lock", "Read-only file system")
             assert sha(path) == before and sorted(p.name for p in folder.iterdir()) == ["yc.duckdb"]
         finally:
             subprocess.run(["umount", str(path)], capture_output=True)
@@ -261,7 +250,7 @@ def test_an_older_table_that_cannot_be_completed_is_refused(sample_copy, tmp_pat
     before = digest(sample_copy, views=False)  # the models read the dropped column: not readable
     for command in (("build",), ("load", str(SAMPLE))):
         result = run(*command, db=sample_copy, cwd=tmp_path)
-        one_line_error(result, f"{sample_copy}: the database was written by an older yolocost",
+        assert_one_line_error(result, f"{sample_copy}: the database was written by an older yolocost",
                        f"table {table} lacks column(s) {column}", "load the raw data into a new database")
         assert digest(sample_copy, views=False) == before
 

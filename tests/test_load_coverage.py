@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builders import build_db, make_config, usage_run, write_raw
+from builders import assert_one_line_error, build_db, make_config, usage_run, write_raw
 from yolocost.load import load_parquet_dir
 from yolocost.resources import shipped_dir
 
@@ -81,18 +81,6 @@ USAGE_SUMS = ("SELECT (count(*), sum(seconds_present), sum(seconds_busy), sum(en
               "count(DISTINCT job_id)) FROM gpu_usage")
 
 
-def refused(db: Path, result: subprocess.CompletedProcess, *needles: str) -> str:
-    """Exit 2, one `error:` line holding the needles, no traceback."""
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    errors = [line for line in lines if line.startswith("error")]
-    assert errors == [lines[-1]], result.stderr
-    for needle in needles:
-        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
-    return errors[0]
-
-
 OCTOBER_COST = "SELECT total_cost FROM mart_cluster_month WHERE month = '2026-10'"
 TWO_DAYS = "SELECT * FROM u WHERE interval_start::DATE IN ('2026-10-02', '2026-10-29')"
 
@@ -103,14 +91,14 @@ def test_two_days_of_a_month_do_not_replace_the_days_between(month, tmp_path):
     folder = cut(tmp_path / "gap", TWO_DAYS)
     between = sample_value("SELECT count(*) FROM u WHERE interval_start::DATE BETWEEN '2026-10-03' AND '2026-10-28'")
     before = digest(month)
-    line = refused(month, run(month, str(folder)), "no row of any GPU from 2026-10-02T22:00Z to 2026-10-28T23:00Z",
+    line = assert_one_line_error(run(month, str(folder)), "no row of any GPU from 2026-10-02T22:00Z to 2026-10-28T23:00Z",
                    f"the database holds {between:,} usage rows", "--window START END")
     assert "span 2026-10-01T22:00Z to 2026-10-29T23:00Z" in line
     assert digest(month) == before
     # the window said, without the flag: the loss is named (rows, GPU-hours, GPUs, hosts)
     hours = sample_value("SELECT sum(seconds_present) / 3600 FROM u "
                          "WHERE interval_start::DATE BETWEEN '2026-10-03' AND '2026-10-28'")
-    refused(month, run(month, "--window", "2026-10-02", "2026-10-30", str(folder)),
+    assert_one_line_error(run(month, "--window", "2026-10-02", "2026-10-30", str(folder)),
             f"holds no rows for {between:,} stored usage row(s) ({float(hours):,.2f} GPU-hours) of 48 GPUs",
             "on 9 hosts (gpu-a100-01, gpu-a100-02, gpu-a100-03, ...)", "from 2026-10-02T22:00Z to 2026-10-28T23:00Z",
             "--allow-loss")
@@ -148,8 +136,8 @@ def test_one_gpu_shifted_ten_years_is_refused(month, tmp_path):
     earliest = sample_value(f"SELECT min(interval_start) FROM u WHERE gpu_uuid = '{first}'") + dt.timedelta(days=3650)
     earliest = earliest.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
     before = digest(month)
-    refused(month, run(month, str(folder)), f"{n:,} usage row(s) in the future", f"the first at {earliest}", first)
-    refused(month, run(month, "--allow-loss", str(folder)), "in the future")
+    assert_one_line_error(run(month, str(folder)), f"{n:,} usage row(s) in the future", f"the first at {earliest}", first)
+    assert_one_line_error(run(month, "--allow-loss", str(folder)), "in the future")
     assert digest(month) == before
 
 
@@ -159,7 +147,7 @@ def test_rows_of_another_cluster_are_refused(month, tmp_path):
     folder = cut(tmp_path / "other", "SELECT * REPLACE (CASE WHEN hostname = 'gpu-a100-01' THEN 'other' "
                                      "ELSE cluster END AS cluster) FROM u")
     before = digest(month)
-    refused(month, run(month, str(folder)), f"{n:,} usage row(s) of cluster 'other'", "'demo-cluster'")
+    assert_one_line_error(run(month, str(folder)), f"{n:,} usage row(s) of cluster 'other'", "'demo-cluster'")
     assert digest(month) == before
 
 
@@ -169,7 +157,7 @@ def test_bad_rows_are_named_before_any_loss(month, tmp_path):
     folder = cut(tmp_path / "skew", "SELECT * REPLACE (interval_start + INTERVAL 1 MINUTE AS interval_start) "
                                     "FROM u WHERE interval_start::DATE = '2026-10-10'")
     before = digest(month)
-    refused(month, run(month, str(folder)), "interval_start not on the 300 s grain")
+    assert_one_line_error(run(month, str(folder)), "interval_start not on the 300 s grain")
     assert digest(month) == before
 
 
@@ -208,14 +196,14 @@ def test_window_of_a_partial_file(month, tmp_path):
                           "AND hostname <> 'gpu-a100-01'")
     other_gpus = sample_value("SELECT count(DISTINCT gpu_uuid) FROM u WHERE hostname <> 'gpu-a100-01'")
     before = digest(month)
-    refused(month, run(month, "--window", "2026-10-10", "2026-10-11", str(folder)),
+    assert_one_line_error(run(month, "--window", "2026-10-10", "2026-10-11", str(folder)),
             f"holds no rows for {others:,} stored usage row(s)", f"of {other_gpus} GPUs", "on 8 hosts (gpu-a100-02,",
             "from 2026-10-09T22:00Z to 2026-10-10T22:00Z")
-    refused(month, run(month, "--window", "2026-10-10T12:00", "2026-10-11", "--allow-loss", str(folder)),
+    assert_one_line_error(run(month, "--window", "2026-10-10T12:00", "2026-10-11", "--allow-loss", str(folder)),
             "usage row(s) outside the window 2026-10-10T10:00Z to 2026-10-10T22:00Z")
-    refused(month, run(month, "--window", "2026-10-11", "2026-10-10", str(folder)), "--window is empty")
-    refused(month, run(month, "--window", "2026-10-10T00:01", "2026-10-11", str(folder)), "on the 300 s grain")
-    refused(month, run(month, "--window", "yesterday", "2026-10-11", str(folder)), "--window START must be an ISO date")
+    assert_one_line_error(run(month, "--window", "2026-10-11", "2026-10-10", str(folder)), "--window is empty")
+    assert_one_line_error(run(month, "--window", "2026-10-10T00:01", "2026-10-11", str(folder)), "on the 300 s grain")
+    assert_one_line_error(run(month, "--window", "yesterday", "2026-10-11", str(folder)), "--window START must be an ISO date")
     assert digest(month) == before
     result = run(month, "--window", "2026-10-10", "2026-10-11", "--allow-loss", str(folder))
     assert result.returncode == 0, result.stderr

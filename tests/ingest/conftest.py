@@ -36,6 +36,7 @@ import duckdb
 import pytest
 
 import promserver
+from builders import assert_one_line_error
 
 UTC = dt.timezone.utc
 CLI_TIMEOUT = 120  # seconds; a hung ingest fails the test instead of the session
@@ -233,19 +234,6 @@ def query(db_path: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:
-    """Exit 2, no traceback, exactly one `error:` line (the last); returns that line."""
-    assert result.returncode == 2, f"exit {result.returncode}\n{result.stderr}"
-    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert lines and lines[-1].startswith("error: "), result.stderr
-    errors = [line for line in lines if line.startswith("error")]
-    assert errors == [lines[-1]], result.stderr
-    for needle in needles:
-        assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
-    return errors[0]
 
 
 # ---- running the CLI
