@@ -312,13 +312,13 @@ def test_ctrl_c_stops_a_long_query_with_130(tmp_path):
 
 
 def test_ctrl_c_during_a_load_leaves_the_database_as_it_was(tmp_path):
-    """The sample month replaces a stored hour; Ctrl-C while the models are rebuilt in the
+    """The sample month replaces itself; Ctrl-C while the models are rebuilt in the
     transaction that replaced it (before, DuckDB's cancelled statement ended in
     `error: unexpected RuntimeError` with status 1)."""
-    (tmp_path / "yolocost.toml").write_text(CONFIG)
-    with_database(tmp_path)
-    before = _snapshot(tmp_path / "yc.duckdb")
     sample = ROOT / "sample_data"
+    first = cli("--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "-q", "load", str(sample), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = _snapshot(tmp_path / "yc.duckdb")
     proc = _popen(["--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "load", str(sample)], tmp_path)
     seen = []
     for line in proc.stderr:  # progress: the rows are replaced, the transaction still open
@@ -820,6 +820,10 @@ ELSEWHERE = [
             "tests/test_load_coverage.py::test_one_gpu_shifted_ten_years_is_refused"),
     Covered("load: rows of another cluster", "cluster 'other' in the usage rows", "usage row(s) of cluster 'other'", 2,
             "tests/test_load_coverage.py::test_rows_of_another_cluster_are_refused"),
+    Covered("load: the database holds another cluster's rows", "[cluster] name = \"c2\" over c1's database",
+            "a database holds one cluster", 2, "tests/test_load_coverage.py::test_a_database_holds_one_cluster"),
+    Covered("ingest: a renamed [cluster] name", "name = \"u\" over cluster t's rows", "a database holds one cluster", 2,
+            "tests/ingest/test_ingest_coverage.py::test_a_renamed_cluster_is_refused"),
     Covered("load: a day shifted off the grain", "interval_start + 1 minute", "interval_start not on the 300 s grain", 2,
             "tests/test_load_coverage.py::test_bad_rows_are_named_before_any_loss"),
     # ingest coverage and metric stores: tests/ingest/test_ingest_coverage.py, test_ingest_stores.py, test_ingest_errors.py

@@ -20,6 +20,7 @@ import duckdb
 import pytest
 
 from builders import assert_one_line_error, build_db, make_config, usage_run, write_raw
+from yolocost.errors import DataError
 from yolocost.load import load_parquet_dir
 from yolocost.resources import shipped_dir
 
@@ -213,16 +214,17 @@ def test_window_of_a_partial_file(month, tmp_path):
     assert value(month, "SELECT count(*) FROM gpu_usage") == sample_value("SELECT count(*) FROM u") - others
 
 
-def test_a_load_leaves_other_clusters_alone(tmp_path):
-    """Two clusters in one database: loading c2's rows (with c2's config) over the same hours
-    keeps c1's rows (it used to delete them); replacing c1's window with --allow-loss deletes
-    none of c2's."""
+def test_a_database_holds_one_cluster(tmp_path):
+    """The marts do not tell clusters apart, so c2's rows (loaded with c2's config) into c1's
+    database would be billed with c1's under one name: refused, the database unchanged; and so
+    is a renamed [cluster] name, whose rows would be counted beside the old name's."""
     c1 = build_db(tmp_path / "c1", usage_run("2026-03-02T00:00Z", 12, "g1", "j1"))
+    before = c1.query("SELECT * FROM gpu_usage ORDER BY ALL")
     c2 = make_config(tmp_path, cluster={"name": "c2"}).with_database(c1.path)
-    load_parquet_dir(c2, write_raw(tmp_path / "c2", usage_run("2026-03-02T00:00Z", 12, "g2", "j2", cluster="c2")))
-    per_cluster = "SELECT cluster, count(*) AS n FROM gpu_usage GROUP BY ALL ORDER BY 1"
-    assert c1.query(per_cluster) == [{"cluster": "c1", "n": 12}, {"cluster": "c2", "n": 12}]
-    utc = dt.timezone.utc
-    window = (dt.datetime(2026, 3, 2, tzinfo=utc), dt.datetime(2026, 3, 3, tzinfo=utc))
-    load_parquet_dir(c1.config, write_raw(tmp_path / "nothing", []), window=window, allow_loss=True)
-    assert c1.query(per_cluster) == [{"cluster": "c2", "n": 12}]
+    with pytest.raises(DataError, match="holds 12 usage row\\(s\\) of cluster 'c1', but the config's "
+                                        "\\[cluster\\] name is 'c2'; a database holds one cluster"):
+        load_parquet_dir(c2, write_raw(tmp_path / "c2", usage_run("2026-03-02T00:00Z", 12, "g2", "j2", cluster="c2")))
+    with pytest.raises(DataError, match="of cluster 'c1'"):  # the same hours, the same GPU, a new name
+        load_parquet_dir(c2, write_raw(tmp_path / "renamed", usage_run("2026-03-02T00:00Z", 12, "g1", "j1",
+                                                                        cluster="c2")))
+    assert c1.query("SELECT * FROM gpu_usage ORDER BY ALL") == before

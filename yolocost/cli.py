@@ -305,7 +305,8 @@ def report(state: State, month, audiences, formats, templates_dir):
     project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
     as the project's share. The HTML is one self-contained file with interactive charts
     that opens offline; the PDF (A4) carries the same charts as vector graphics. The set is
-    written whole or not at all (a failure leaves the earlier reports), and the reports of
+    rendered whole before any report is replaced (a failure while rendering leaves the
+    earlier reports), and the reports of
     projects that held no GPU in the month are removed; other files stay.
 
     \b

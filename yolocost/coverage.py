@@ -4,6 +4,7 @@ The incoming usage rows (the temp table `incoming_gpu_usage`) replace the stored
 of the config's cluster in one window [start, end). Before anything is deleted they are
 checked here, in DuckDB, set-based (a month of 1,000 GPUs is about 9 million rows):
 
+* the database's rows are of the config's cluster and grain (one cluster per database);
 * every incoming row is of the config's cluster, inside the window and not in the future;
 * a load without an explicit window takes the span of its rows, which must have no hole
   (an hour or more without rows) where the database holds rows;
@@ -20,6 +21,7 @@ from typing import Callable
 import duckdb
 
 from .config import Config
+from .db import check_grain
 from .errors import DataError, YolocostError
 from .sqltext import literal
 
@@ -40,6 +42,25 @@ def check_window(config: Config, start: dt.datetime, end: dt.datetime, flag: str
         raise YolocostError(f"{flag} must start and end on the {grain} s grain, got {_at(start)} to {_at(end)}")
     if end <= start:
         raise YolocostError(f"{flag} is empty: its end ({_at(end)}) must be after its start ({_at(start)})")
+
+
+def check_database(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """The stored rows fit the config: cut at its grain (db.check_grain; a changed grain
+    misses every stored interval, so name that cause, not a loss) and of its cluster. The
+    models do not tell clusters apart (every mart sums all usage rows, under the name and
+    currency of the last config written), so a database holds one cluster's rows: another
+    cluster's rows, or a renamed cluster, would be billed together with these."""
+    check_grain(con, config)
+    row = con.execute(f"""
+        SELECT cluster, count(*) FROM gpu_usage WHERE cluster IS DISTINCT FROM {literal(config.cluster)}
+        GROUP BY cluster ORDER BY count(*) DESC, cluster LIMIT 1
+    """).fetchone()
+    if row:
+        raise DataError(
+            f"{config.database}: holds {row[1]:,} usage row(s) of cluster {row[0]!r}, but the config's [cluster] name "
+            f"is {config.cluster!r}; a database holds one cluster (the reports would bill both together): "
+            "give each cluster its own [database] path, or keep the name the database was built with"
+        )
 
 
 def check_cluster(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> None:

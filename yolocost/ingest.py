@@ -663,6 +663,7 @@ def _check_nothing_lost(con: duckdb.DuckDBPyConnection, start: dt.datetime, end:
     (its retention is shorter than the window, an outage, a selector or another server that
     leaves GPUs or hosts out): refuse, naming them, unless `allow_loss`. A window whose first
     part Prometheus does not hold, and the database neither, is said."""
+    coverage.check_database(con, config)
     coverage.check_times(con, config, start, end, f"Prometheus at {where}", now)
     coverage.check_nothing_lost(
         con, config, start, end, lacking=f"Prometheus at {where} returned no samples for", allow_loss=allow_loss,

@@ -145,7 +145,7 @@ def _replaced_window(con: duckdb.DuckDBPyConnection, config: Config, directory: 
     """The window the staged usage rows replace (`window`, else their span without holes),
     once they are known to be the cluster's, inside it, and to lose no stored GPU-interval."""
     where = str(directory / RAW_FILES["gpu_usage"][0])
-    db.check_grain(con, config)  # a changed grain misses every stored interval: name the cause, not a loss
+    coverage.check_database(con, config)
     coverage.check_cluster(con, config, where)
     coverage.check_times(con, config, *(window or (None, None)), where, now)
     start, end = window or coverage.data_span(con, config, where)
@@ -174,8 +174,8 @@ def replace_window(
 
     The config's cluster's usage rows in [start, end) are replaced (the callers have checked
     that this loses no stored GPU-interval, or were told to allow it); job and result rows by
-    job id; progress rows by job id (a file holds whole jobs) or, for an ingest, by epoch end
-    time in the window. `checked`: the caller has run the row checks already."""
+    job id; progress rows by job id (a file holds whole jobs) or, for an ingest, the incoming
+    jobs' rows by epoch end time in the window. `checked`: the caller has run the row checks already."""
     if not checked:
         _check_usage(con, config, where("gpu_usage"))
         _check_side_tables(con, where, staged)
@@ -189,7 +189,10 @@ def replace_window(
         if table not in staged:
             continue
         if table == "training_progress" and progress_by_window:
-            con.execute(f"DELETE FROM training_progress WHERE ts >= {literal(start)} AND ts < {literal(end)}")
+            # the incoming jobs' epochs of the window: another job's progress (imported from its
+            # run folder, or gone from the server) is not this ingest's to delete
+            con.execute(f"DELETE FROM training_progress WHERE ts >= {literal(start)} AND ts < {literal(end)} "
+                        "AND job_id IN (SELECT job_id FROM incoming_training_progress)")
         else:
             con.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM incoming_{table})")
         con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")

@@ -56,11 +56,11 @@ def test_a_rerun_of_the_same_window_needs_no_flag(yc, prior_db, h, prom):
     assert {k: v for k, v in after.items() if k != "loads"} == {k: v for k, v in before.items() if k != "loads"}
 
 
-def test_another_clusters_rows_are_kept(yc, prior_db, h, prom):
-    """The database holds cluster t's window; ingesting the same window as cluster u adds u's
-    rows and keeps t's (it used to delete them)."""
+def test_a_renamed_cluster_is_refused(yc, prior_db, h, prom):
+    """The database holds cluster t's window; ingesting it as cluster u would bill every
+    GPU-interval twice (the marts do not tell clusters apart): refused, nothing changed."""
     config = yc.config(prom.url)
     config.write_text(config.read_text().replace('name = "t"', 'name = "u"'))
-    h.assert_ok(yc.ingest(config, prior_db))
-    assert h.query(prior_db, "SELECT cluster, count(DISTINCT gpu_uuid), sum(seconds_present) FROM gpu_usage "
-                             "GROUP BY ALL ORDER BY 1") == [("t", 2, Decimal("7200")), ("u", 2, Decimal("7200"))]
+    with h.unchanged(prior_db):
+        h.assert_one_line_error(yc.ingest(config, prior_db), "holds 24 usage row(s) of cluster 't'",
+                                "[cluster] name is 'u'; a database holds one cluster")

@@ -39,3 +39,24 @@ def test_a_nan_result_and_an_oversized_count_are_stored_as_missing(prometheus, y
         [("j2", None, r["map50_95"], r["best_epoch"])]
     assert h.query(db, "SELECT epochs, imgsz FROM jobs WHERE job_id = 'j2'") == [(None, 640)]
     assert h.query(db, "SELECT map50, cost_per_map50_point FROM mart_job WHERE job_id = 'j2'") == [(None, None)]
+
+
+def test_a_rerun_keeps_other_jobs_progress_of_the_window(prometheus, yc, tmp_path, h):
+    """Progress of a job the server does not serve (imported from its run folder, or gone from
+    Prometheus) is not the ingest's to delete: a rerun of the window replaces j2's epochs and
+    keeps the other job's, whose epoch ended inside the window."""
+    import duckdb
+
+    server = prometheus("scraped_twice")
+    db = tmp_path / "yc.duckdb"
+    config = yc.config(server.url)
+    h.assert_ok(yc.ingest(config, db))
+    inside = h.DATA_START + dt.timedelta(minutes=10)
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO training_progress VALUES ('imported', ?, 1, 'train/box_loss', 1.75)", [inside])
+    con.close()
+    h.assert_ok(yc.ingest(config, db))
+    assert h.query(db, "SELECT job_id, ts, epoch, value FROM training_progress WHERE job_id = 'imported'") == \
+        [("imported", inside, 1, 1.75)]
+    assert h.query(db, "SELECT count(*) FROM training_progress WHERE job_id = 'j2'") == \
+        [(sum(len(values) for _, values in h.EPOCHS.values()),)]
