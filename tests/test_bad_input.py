@@ -787,6 +787,8 @@ ELSEWHERE = [
             "folder is not empty", 2, "tests/test_demo.py::test_demo_refuses_a_folder_that_is_not_empty"),
     Covered("import-results: a stored job without --replace", "train3 imported twice",
             "give --replace to replace them", 2, "tests/bench/test_results_import.py::test_a_stored_job_is_not_replaced_without_replace"),
+    Covered("import-results: a job whose labels are stored (an ingest)", "bench run folder of an ingested job",
+            "keeping its stored labels", 0, "tests/bench/test_results_import.py::test_a_stored_jobs_labels_are_kept_without_replace"),
     Covered("report: template override that raises while rendering", "{{ 1/0 }}",
             "ZeroDivisionError while rendering: division by zero", 2,
             "tests/report/test_report_outputs.py::test_an_override_that_fails_names_its_file_and_line_and_writes_nothing"),

@@ -582,7 +582,7 @@ def config_check(state: State):
 @main.command(name="import-results")
 @click.argument("directories", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--replace", is_flag=True,
-              help="Replace the training progress and results the database already holds for these jobs.")
+              help="Replace the training progress, results and labels the database already holds for these jobs.")
 @pass_state
 def import_results_command(state: State, directories, replace):
     """Load Ultralytics run folders into the training tables, without Prometheus.
@@ -593,7 +593,8 @@ def import_results_command(state: State, directories, replace):
     Fills training_progress, job_results and, where the labels are known, jobs, in one
     transaction; bad input changes nothing. A job whose training progress or results the
     database already holds (an earlier import, or a folder named like an ingested job) is
-    refused unless --replace is given.
+    refused unless --replace is given; a job whose labels it holds (who pays for it) keeps
+    them unless --replace is given.
 
     \b
     Example:

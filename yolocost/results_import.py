@@ -192,7 +192,8 @@ def _job(run: _Run, config: Config) -> tuple:
 def import_results(config: Config, folders: Iterable[Path], progress: Progress = lambda _: None,
                    replace: bool = False) -> ImportResult:
     """Load the run folders into the configured database in one transaction. A job whose
-    training progress or results the database already holds is refused unless `replace`."""
+    training progress or results the database already holds is refused unless `replace`; a
+    job whose labels it holds keeps them (who pays for it) unless `replace`."""
     runs = [_read_run(Path(f)) for f in folders]
     seen: dict[str, Path] = {}
     for run in runs:
@@ -206,6 +207,7 @@ def import_results(config: Config, folders: Iterable[Path], progress: Progress =
                         "give --replace to replace them")
     for job, what in stored.items():
         progress(f"replacing the stored training results of job {job} ({what})")
+    labeled = stored_labels(config, list(seen))  # who pays for a job: not changed in passing
     progress_rows, results, jobs = [], [], []
     for run in runs:
         times = _epoch_times(run, progress)
@@ -215,7 +217,10 @@ def import_results(config: Config, folders: Iterable[Path], progress: Progress =
         result = _result(run)
         if result is not None:
             results.append((run.job_id, *result))
-        if run.record is not None:
+        if run.record is not None and run.job_id in labeled and not replace:
+            progress(f"job {run.job_id}: keeping its stored labels ({labeled[run.job_id]}); "
+                     "--replace takes the run record's")
+        elif run.record is not None:
             jobs.append(_job(run, config))
         progress(f"{run.folder}: job {run.job_id}, {len(run.rows)} epoch(s)"
                  + (", labels from its run record" if run.record else ", no run record (no labels)"))
@@ -224,6 +229,22 @@ def import_results(config: Config, folders: Iterable[Path], progress: Progress =
         _write_raw(folder, {"training_progress": progress_rows, "job_results": results, "jobs": jobs})
         load_parquet_dir(config, folder, progress)
     return ImportResult([r.job_id for r in runs], sum(len(r.rows) for r in runs), len(jobs))
+
+
+def stored_labels(config: Config, job_ids: list[str]) -> dict[str, str]:
+    """For each of the jobs the database holds a `jobs` row of (from an ingest or an earlier
+    import), its project as messages show it; {} without a database."""
+    if not Path(config.database).is_file() or not job_ids:
+        return {}
+    con = db.connect(config.database, read_only=True)
+    try:
+        rows = con.execute("SELECT job_id, project FROM jobs WHERE job_id IN (SELECT unnest(?::VARCHAR[])) "
+                           "ORDER BY job_id", [job_ids]).fetchall()
+    except duckdb.CatalogException:  # a database without the jobs table holds none
+        return {}
+    finally:
+        con.close()
+    return {job: f"project {project!r}" if project is not None else "no project" for job, project in rows}
 
 
 def stored_results(config: Config, job_ids: list[str]) -> dict[str, str]:

@@ -224,3 +224,28 @@ def test_record_file_is_json_with_attempts(tmp_path):
     data = json.loads(path.read_text())
     assert data["attempts"][0]["status"] == "running" and data["version"] == 1
     assert RunRecord.load(tmp_path) == record
+
+
+def test_a_stored_jobs_labels_are_kept_without_replace(tmp_path):
+    """A job the database knows (an ingest stored its labels, which say who pays) keeps them
+    when its run folder is imported for its training results; --replace takes the record's."""
+    config = _config(tmp_path)
+    db = tmp_path / "db.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute((Path(__file__).resolve().parents[2] / "yolocost" / "sql" / "schema.sql").read_text())
+    con.execute("INSERT INTO jobs (job_id, cluster, project, user_name) VALUES ('lb-v8n', 'c1', 'paying', 'bob')")
+    con.close()
+    run = _folder(tmp_path / "runs" / "lb-v8n")
+    RunRecord(job_id="lb-v8n", labels={"project": "vision", "user": "alice"}, model="yolov8n.yaml",
+              data="synthetic:0", epochs=3, imgsz=64, batch=4, device="cpu", hostname="node1", gpus=[],
+              start_time="2026-11-02T10:00:00+00:00", end_time="2026-11-02T10:01:00+00:00", status="finished",
+              attempts=[], epoch_end_times={}, best_epoch=2,
+              results={"map50": 0.43, "map50_95": 0.22, "best_epoch": 2}).save(run)
+    kept = _import(config, run)
+    assert kept.returncode == 0, kept.stderr
+    assert "job lb-v8n: keeping its stored labels (project 'paying')" in kept.stderr
+    assert _rows(db, "SELECT project, user_name FROM jobs") == [("paying", "bob")]
+    assert _rows(db, "SELECT map50, map50_95 FROM job_results") == [(0.43, 0.22)]
+    replaced = _import(config, run, flags=("--replace",))
+    assert replaced.returncode == 0, replaced.stderr
+    assert _rows(db, "SELECT project, user_name FROM jobs") == [("vision", "alice")]
