@@ -87,12 +87,8 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     `allow_loss` (coverage.py). `lock=False` is for a caller that already holds the database's
     lock (`monthly`)."""
     grain = config.grain_seconds
+    coverage.check_window(config, start, end, "the window (--start/--end)")
     s, e = int(start.timestamp()), int(end.timestamp())
-    if s % grain or e % grain:
-        raise YolocostError(f"the window must start and end on the {grain} s grain, got {start:%Y-%m-%dT%H:%M:%SZ} "
-                            f"to {end:%Y-%m-%dT%H:%M:%SZ}")
-    if e <= s:
-        raise YolocostError("the window is empty: --end must be after --start")
     current = int((now or dt.datetime.now(UTC)).timestamp())
     if s >= current:
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
