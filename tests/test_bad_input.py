@@ -252,17 +252,19 @@ def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
 @pytest.mark.parametrize("argv", [("query", "SELECT * FROM range(200000)", "-f", "csv"), ("queries",),
                                   ("query", "SELECT * FROM range(200000)", "-f", "csv", "-o", "/dev/stdout")],
                          ids=["query", "queries", "query-o-dev-stdout"])
-def test_a_reader_that_leaves_early_stops_the_command_quietly(tmp_path, argv):
+def test_a_reader_that_leaves_early_is_one_line_and_status_2(tmp_path, argv):
     """`yolocost query ... | head -1`: the reader is gone before the output comes (the pipe's
-    read end closed at once, so the timing cannot decide): status 141 as a Unix tool killed by
-    SIGPIPE, and nothing on stderr."""
+    read end closed at once, so the timing cannot decide): the output is not complete, which a
+    cron job must be able to tell, so one line and status 2 (no traceback, no "unexpected")."""
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     with_database(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "yolocost", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stdout.close()
     _, err = proc.communicate(timeout=300)
-    assert (proc.returncode, err.decode()) == (141, "")
+    assert proc.returncode == 2, err.decode()
+    assert err.decode() == ("error: standard output was closed before all of the output was written "
+                            "(its reader, such as `head`, left early)\n")
 
 
 # --------------------------------------------------------------------------- Ctrl-C
@@ -477,8 +479,9 @@ ELSEWHERE = [
     # this module, beyond a command line
     Covered("query: a named query file is not UTF-8 (the others still run)", "yolocost queries --queries-dir mine",
             "warning: mine/broken.sql: not UTF-8 text", 0, f"{HERE}::test_one_unreadable_query_file_does_not_break_the_others"),
-    Covered("stdout closed early (`| head -1`)", "yolocost query ... | head -1", "(nothing: quiet exit)", 141,
-            f"{HERE}::test_a_reader_that_leaves_early_stops_the_command_quietly"),
+    Covered("stdout closed early (`| head -1`)", "yolocost query ... | head -1",
+            "standard output was closed before all of the output was written", 2,
+            f"{HERE}::test_a_reader_that_leaves_early_is_one_line_and_status_2"),
     Covered("Ctrl-C during a long query", "yolocost query 'SELECT ... CROSS JOIN ...'", "error: interrupted", 130,
             f"{HERE}::test_ctrl_c_stops_a_long_query_with_130"),
     Covered("Ctrl-C during a load", "yolocost load sample_data/", "error: interrupted", 130,

@@ -100,9 +100,10 @@ def _exit_interrupted(ctx: click.Context):
 
 
 def _exit_closed_pipe(ctx: click.Context):
-    """The reader of stdout went away (`yolocost query ... | head -1`): stop quietly with the
-    status a Unix tool killed by SIGPIPE has (128 + 13 = 141), as the Python docs' note on
-    SIGPIPE advises: point stdout at /dev/null so that the exit flush does not fail again."""
+    """The reader of stdout went away (`yolocost query ... | head -1`): the output is not
+    complete, which a cron job must be able to tell, so one line and status 2. As the Python
+    docs' note on SIGPIPE advises, stdout then points at /dev/null so that the exit flush does
+    not fail again."""
     import os
 
     try:
@@ -110,10 +111,9 @@ def _exit_closed_pipe(ctx: click.Context):
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # stdout without a file descriptor (a test runner's)
         pass
-    ctx.exit(CLOSED_PIPE_STATUS)
-
-
-CLOSED_PIPE_STATUS = 141
+    click.echo("error: standard output was closed before all of the output was written "
+               "(its reader, such as `head`, left early)", err=True)
+    ctx.exit(YolocostError.exit_code)
 
 
 pass_state = click.make_pass_decorator(State)
@@ -378,7 +378,7 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     configured [database] memory_limit. Parameters declared in a query's header
     (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE. Timestamps are shown
     in the configured time zone, where the marts cut months and days. A reader that leaves
-    early (`| head`) ends the command quietly with status 141.
+    early (`| head`) ends the command with one line and status 2: the output is not complete.
 
     \b
     Examples:
