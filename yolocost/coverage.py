@@ -35,6 +35,11 @@ def _at(t: dt.datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
+def at_epoch(epoch: float) -> str:
+    """Unix seconds as messages show an instant (see `_at`)."""
+    return _at(dt.datetime.fromtimestamp(epoch, UTC))
+
+
 def check_window(config: Config, start: dt.datetime, end: dt.datetime, flag: str) -> None:
     """A window given on the command line: on the grain, and not empty."""
     grain = config.grain_seconds

@@ -175,7 +175,7 @@ class _Fetcher:
         if not util_series:
             raise DataError(
                 f"Prometheus at {self.where} holds no {' or '.join(util_metrics)} series{self._matching()} between "
-                f"{_iso(start)} and {_iso(end)}; is dcgm-exporter scraped there?"
+                f"{coverage.at_epoch(start)} and {coverage.at_epoch(end)}; is dcgm-exporter scraped there?"
             )
         if not any(s.get("UUID") for s in util_series):
             raise DataError(
@@ -186,7 +186,8 @@ class _Fetcher:
             if not found[metric]:
                 raise DataError(
                     f"Prometheus at {self.where} holds GPU utilization but no {metric} series{self._matching()} "
-                    f"between {_iso(start)} and {_iso(end)}; enable it in dcgm-exporter's counters file"
+                    f"between {coverage.at_epoch(start)} and {coverage.at_epoch(end)}; "
+                    "enable it in dcgm-exporter's counters file"
                 )
         exported = frozenset(s.get("job", "") for s in util_series if s.get("exported_pod"))
         attribution = Attribution(self.config.labels, exported_jobs=exported)
@@ -269,8 +270,8 @@ class _Fetcher:
                 ) from None
             mid = chunk.start + (chunk.end - chunk.start) // grain // 2 * grain
             self.splits += 1
-            self.say(f"server refused {_iso(chunk.start)}..{_iso(chunk.end)} ({too_big.__class__.__name__}): "
-                     "splitting it")
+            self.say(f"server refused {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
+                     f"({too_big.__class__.__name__}): splitting it")
             plan(_Chunk(chunk.start, mid))
             plan(_Chunk(mid, chunk.end))
 
@@ -298,7 +299,8 @@ class _Fetcher:
                         out.keep_chunk(chunk.parts)
                         chunk.parts = []
                         done += chunk.end - chunk.start
-                        self.say(f"fetched {_iso(chunk.start)}..{_iso(chunk.end)} ({100 * done / total:.0f}%)")
+                        self.say(f"fetched {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
+                                 f"({100 * done / total:.0f}%)")
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return out
@@ -762,7 +764,3 @@ def _set_job_times(con: duckdb.DuckDBPyConnection) -> None:
         FROM incoming_job_times AS t WHERE jobs.job_id = t.job_id
     """)
     con.execute("DROP TABLE incoming_job_times")
-
-
-def _iso(epoch: int) -> str:
-    return dt.datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%MZ")

@@ -25,7 +25,6 @@ a few series (the server's extra work stays far below that of the grain queries)
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -33,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from .attribution import gpu_of
+from .coverage import at_epoch
 from .errors import DataError
 from .promclient import PrometheusClient, QueryTooBig
 from .promql import matcher
@@ -79,9 +79,6 @@ def _short(labels: dict[str, str]) -> str:
     keep = [k for k in ("__name__", "UUID", "GPU_I_ID", "instance") if labels.get(k)]
     return "{" + ", ".join(matcher(k, labels[k]) for k in keep) + "}"
 
-
-def _iso(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
 
 
 class StoreProbe:
@@ -266,7 +263,7 @@ class StoreProbe:
                 series = next(s for s in facts.series if gpu_of(s).gpu_uuid == gpu)
                 raise DataError(
                     f"the grain queries at {self.where} found {found:g} samples of GPU {gpu} from "
-                    f"{_iso(self.start)} to {_iso(span_end)} where its series {_short(series)} holds {held:g}: "
+                    f"{at_epoch(self.start)} to {at_epoch(span_end)} where its series {_short(series)} holds {held:g}: "
                     f"the store does not answer them as measured ({facts.describe()}); nothing was written"
                 )
 
