@@ -110,6 +110,7 @@ class Config:
     grain_seconds: int = 300
     utilization: str = "auto"
     retention_days: int = 90
+    unallocated_policy: str = "none"  # [allocation] unallocated: none | proportional (yolocost.ledger)
     report_dir: Path = Path("reports")
     templates_dir: Path | None = None
     tag_pattern: str = DEFAULT_TAG_PATTERN
@@ -312,7 +313,7 @@ class _Parser:
         self.no_unknown(
             data,
             {"cluster", "database", "prometheus", "ingest", "labels", "thresholds",
-             "tag_policy", "reports", "pricing", "prices", "energy_prices"},
+             "tag_policy", "reports", "pricing", "prices", "energy_prices", "allocation"},
             "",
         )
         cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
@@ -329,6 +330,10 @@ class _Parser:
         reports = self.table(data, "reports", {"output_dir", "templates_dir"})
         policy = self.table(data, "tag_policy", {"pattern"})
         pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
+        allocation = self.table(data, "allocation", {"unallocated"})
+        unallocated_policy = self.get(allocation, "allocation", "unallocated", self.string, "none")
+        if unallocated_policy not in ("none", "proportional"):
+            raise self.fail("allocation.unallocated", f"must be none or proportional, got {unallocated_policy!r}")
 
         timezone = self.get(cluster, "cluster", "timezone", self.string, "UTC")
         try:
@@ -387,6 +392,7 @@ class _Parser:
             grain_seconds=grain,
             utilization=utilization,
             retention_days=self.get(ingest, "ingest", "retention_days", self.positive_int, 90),
+            unallocated_policy=unallocated_policy,
             report_dir=self.get(reports, "reports", "output_dir", self.path, self.base / "reports"),
             templates_dir=self.get(reports, "reports", "templates_dir", self.path, None),
             tag_pattern=pattern,

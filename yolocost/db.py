@@ -275,10 +275,11 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     con.execute("DELETE FROM settings")
     con.execute(  # by name: a settings table migrated from an older file may order its columns otherwise
         "INSERT INTO settings (cluster, timezone, currency, grain_seconds, busy_util_percent, idle_util_percent, "
-        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern) VALUES "
+        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern, unallocated_policy) VALUES "
         + values([(config.cluster, config.timezone, config.currency, config.grain_seconds,
                    t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
-                   t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern)])
+                   t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern,
+                   config.unallocated_policy)])
     )  # values as literals, not parameters: see sqltext
     con.execute("DELETE FROM prices")
     rows = [(p.gpu_model, p.effective_from, p.price_per_gpu_hour) for p in config.prices]

@@ -16,7 +16,7 @@ from typing import Callable
 
 import duckdb
 
-from . import coverage, db, models
+from . import coverage, db, ledger, models
 from .sqltext import literal
 from .config import Config
 from .errors import DataError, YolocostError
@@ -71,6 +71,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     db.write_settings(con, config)
     models.build(con)
     check_priced(con, config)
+    ledger.build(con, config.unallocated_policy, config.currency)
 
 
 def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:

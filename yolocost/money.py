@@ -182,3 +182,61 @@ def allocate(amounts: Sequence[Decimal | int], keys: Sequence[Hashable], places:
             parts[i] = part
     groups = dict(zip(members, group_cents))
     return Allocation(parts, groups, _cents_value(int(_in_cents(_sum(group_cents), places)), places))
+
+
+def allocate_tree(amounts: Sequence[Decimal | int], paths: Sequence[tuple], places: int = 2) -> list[Decimal]:
+    """Round a hierarchy to cents once, top down: rows (`amounts`) placed by `paths`, tuples
+    of keys from the outermost level to the innermost (e.g. (charge kind, project, GPU
+    model, day)).
+
+    The grand total is rounded half up; then, level by level, each group's cents are shared
+    over its subgroups (in order of first appearance) with the largest remainder, down to the
+    rows. So every group at every level, and every row, differs from its exact amount by less
+    than one cent, and the rows of any group add up to that group's cents: a figure read at
+    any level of the tree is the sum of the rows below it.
+    """
+    amounts = [_exact(a) for a in amounts]
+    paths = list(paths)
+    if len(paths) != len(amounts):
+        raise ValueError(f"{len(amounts)} amounts but {len(paths)} paths")
+    parts: list[Decimal] = [_cents_value(0, places)] * len(amounts)
+    if not amounts:
+        return parts
+
+    def split(indices: list[int], depth: int, cents: Decimal) -> None:
+        if len(indices) == 1 or depth >= len(paths[indices[0]]):
+            for i, part in zip(indices, distribute([amounts[i] for i in indices], cents, places)):
+                parts[i] = part
+            return
+        members: dict[Hashable, list[int]] = {}
+        for i in indices:
+            members.setdefault(paths[i][depth], []).append(i)
+        sums = [_sum([amounts[i] for i in idx]) for idx in members.values()]
+        for idx, share in zip(members.values(), distribute(sums, cents, places)):
+            split(idx, depth + 1, share)
+
+    split(list(range(len(amounts))), 0, round_cents(_sum(amounts), places))
+    return parts
+
+
+def apportion(total: Decimal | int, weights: Sequence[Decimal | int], places: int = 2) -> list[Decimal]:
+    """Share `total` (a whole number of cents) over parts in proportion to `weights` (>= 0,
+    not all 0): each part gets its exact quota total x weight / sum(weights) floored to the
+    cent, and the cents left go one each to the largest remainders (ties: earlier first).
+    The parts add up to `total` exactly (Hamilton's method, computed with exact fractions)."""
+    from fractions import Fraction
+
+    total = _exact(total)
+    if total != total.quantize(Decimal(1).scaleb(-places)):
+        raise ValueError(f"total {total} is not a whole number of cents")
+    weights = [_exact(w) for w in weights]
+    if any(w < 0 for w in weights) or not any(weights):
+        raise ValueError("weights must be >= 0 and not all 0")
+    units = int(_in_cents(total, places))
+    whole = sum((Fraction(w) for w in weights), Fraction(0))
+    quotas = [Fraction(units) * Fraction(w) / whole for w in weights]
+    floors = [q.numerator // q.denominator for q in quotas]
+    order = sorted(range(len(weights)), key=lambda i: (-(quotas[i] - floors[i]), i))
+    for i in order[:units - sum(floors)]:
+        floors[i] += 1
+    return [_cents_value(c, places) for c in floors]

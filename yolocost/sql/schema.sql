@@ -90,7 +90,8 @@ CREATE TABLE IF NOT EXISTS settings (
     breaker_util_percent   DOUBLE,
     breaker_loss_delta     DOUBLE,
     breaker_min_seconds    DOUBLE,
-    tag_pattern            VARCHAR
+    tag_pattern            VARCHAR,
+    unallocated_policy     VARCHAR   -- [allocation] unallocated the ledger was built with
 );
 
 -- loads: one row per loaded window (ingest or Parquet load), newest last.

@@ -18,6 +18,7 @@ SELECT
     sum(u.seconds_busy) AS seconds_busy,
     sum(u.seconds_idle) AS seconds_idle,
     sum(u.gpu_seconds) AS gpu_seconds,
+    sum(u.idle_gpu_seconds) AS idle_gpu_seconds,
     CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
     CAST(sum(u.idle_gpu_seconds) AS DOUBLE) / 3600 AS idle_gpu_hours,
     CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,

@@ -2,6 +2,7 @@
 SELECT
     row_number() OVER (ORDER BY e.effective_from) AS energy_price_id,
     e.price_per_kwh,
+    e.effective_from,
     CAST(e.price_per_kwh * 1000000 AS HUGEINT) AS price_micro,
     timezone(s.timezone, CAST(e.effective_from AS TIMESTAMP)) AS valid_from,
     coalesce(

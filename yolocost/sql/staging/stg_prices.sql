@@ -5,6 +5,7 @@ SELECT
     p.gpu_model AS price_key,
     row_number() OVER (ORDER BY p.gpu_model, p.effective_from) AS price_id,
     p.price_per_gpu_hour,
+    p.effective_from,
     CAST(p.price_per_gpu_hour * 1000000 AS HUGEINT) AS price_micro,
     timezone(s.timezone, CAST(p.effective_from AS TIMESTAMP)) AS valid_from,
     coalesce(
