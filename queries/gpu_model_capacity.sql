@@ -1,16 +1,20 @@
 -- title: Capacity and use by GPU model
--- description: Per GPU model in the month: GPUs, capacity GPU-hours, how much of it jobs held, how much was unlabeled or unallocated, density of the held time and the money in each bucket.
+-- description: Per GPU model in the month: GPUs, capacity GPU-hours, how much of it jobs held, how much was unlabeled or unallocated (capacity nobody held, whatever share of it was charged to projects), density of the held time and the money (GPU time and energy, the cents of the reports) in each bucket.
 -- param: month MONTH: the month, YYYY-MM
 SELECT
-    gpu_model,
-    gpus,
-    round(capacity_gpu_hours, 1) AS capacity_gpu_hours,
-    round(attributed_gpu_hours / nullif(capacity_gpu_hours, 0) * 100, 1) AS held_pct,
-    round(unlabeled_gpu_hours, 1) AS unlabeled_gpu_hours,
-    round(unallocated_gpu_hours, 1) AS unallocated_gpu_hours,
-    round(attributed_density * 100, 1) AS density_pct,
-    round(capacity_cost, 2) AS capacity_cost,
-    round(unallocated_cost, 2) AS unallocated_cost
-FROM mart_gpu_model_month
-WHERE month = $month
-ORDER BY capacity_cost DESC
+    l.gpu_model,
+    any_value(g.gpus) AS gpus,
+    sum(l.gpu_hours) AS capacity_gpu_hours,
+    round(any_value(g.attributed_gpu_hours) / nullif(any_value(g.capacity_gpu_hours), 0) * 100, 1) AS held_pct,
+    coalesce(sum(l.gpu_hours) FILTER (WHERE l.bucket = 'unlabeled'), 0) AS unlabeled_gpu_hours,
+    coalesce(sum(l.gpu_hours) FILTER (WHERE l.bucket = 'unallocated' OR l.allocation = 'unallocated share'), 0)
+        AS unallocated_gpu_hours,
+    round(any_value(g.attributed_density) * 100, 1) AS density_pct,
+    sum(l.cost) AS cost,
+    coalesce(sum(l.cost) FILTER (WHERE l.bucket = 'unallocated' OR l.allocation = 'unallocated share'), 0)
+        AS unallocated_cost
+FROM ledger_charges AS l
+JOIN mart_gpu_model_month AS g USING (month, gpu_model)
+WHERE l.month = $month
+GROUP BY l.gpu_model
+ORDER BY cost DESC, l.gpu_model

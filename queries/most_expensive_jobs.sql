@@ -1,5 +1,5 @@
 -- title: Most expensive jobs
--- description: The jobs that cost the most in the month (GPU time plus energy), with GPU-hours, density, idle share and, when the job has finished, its mAP50 and cost per mAP point.
+-- description: The jobs that cost the most in the month (GPU time plus energy, the cents of the reports), with GPU-hours, density, idle share and, when the job has finished, its mAP50 and cost per mAP point (over the whole job).
 -- param: month MONTH: the month, YYYY-MM
 -- param: limit INTEGER = 20: how many jobs
 SELECT
@@ -9,14 +9,15 @@ SELECT
     m.model_type,
     m.gpu_models,
     m.gpus,
-    round(m.gpu_hours, 2) AS gpu_hours,
+    l.gpu_hours,
     round(m.density * 100, 1) AS density_pct,
     round(m.idle_gpu_hours / nullif(m.gpu_hours, 0) * 100, 1) AS idle_pct,
-    round(m.cost, 2) AS cost,
+    l.cost,
     round(j.map50, 3) AS map50,
     round(j.cost_per_map50_point, 4) AS cost_per_map50_point
 FROM mart_job_month AS m
+JOIN ledger_job_month AS l USING (month, job_id)
 JOIN mart_job AS j USING (job_id)
 WHERE m.month = $month
-ORDER BY m.cost DESC, m.job_id
+ORDER BY l.cost DESC, m.job_id
 LIMIT $limit

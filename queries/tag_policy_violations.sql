@@ -1,15 +1,16 @@
 -- title: Tag-policy violations with spend
--- description: Jobs that ran images tagged 'latest', with an empty tag, by digest only or with a tag not matching the policy pattern, with the digest that identifies what really ran and the money spent on them.
+-- description: Jobs that ran images tagged 'latest', with an empty tag, by digest only or with a tag not matching the policy pattern, with the digest that identifies what really ran and the money spent on them (the cents of the reports).
 -- param: month MONTH: the month, YYYY-MM
 SELECT
-    tag_status,
-    image_tag,
-    image_digest,
-    project,
-    user_name,
-    job_id,
-    round(gpu_hours, 2) AS gpu_hours,
-    round(cost, 2) AS cost
-FROM mart_tag_violations
-WHERE month = $month
-ORDER BY cost DESC, job_id
+    v.tag_status,
+    v.image_tag,
+    v.image_digest,
+    v.project,
+    v.user_name,
+    v.job_id,
+    l.gpu_hours,
+    l.cost
+FROM mart_tag_violations AS v
+JOIN ledger_job_month AS l USING (month, job_id)
+WHERE v.month = $month
+ORDER BY l.cost DESC, v.job_id

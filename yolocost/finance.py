@@ -1,20 +1,14 @@
 """The finance CSV: one month of GPU cost in FOCUS v1.2 column names, and the cents reports print.
 
-One row per local day x project (cost center) x GPU model, plus rows for GPUs held by jobs
-without a project label (SubAccountId `(unlabeled)`) and for capacity nobody held
-(`(unallocated)`), so the file adds up to the cluster's total cost for the month. Read from
-mart_finance_daily (the rows of mart_daily with the image tags, cluster, time zone and
-currency). No user or job names are written.
+One row per local day x project (cost center) x GPU model x charge (GPU time; energy where an
+energy price is configured) x price period, plus rows for GPUs held by jobs without a project
+label (SubAccountId `(unlabeled)`) and for capacity nobody held (`(unallocated)`), so the file
+adds up to the cluster's total cost for the month. The rows are those of the cent ledger
+(yolocost.ledger, table ledger_charges): cents rounded once when the models were built, which
+every report, the summary and the named queries sum too, so a figure has the same cents in
+all of them. No user or job names are written.
 
-Cents (the currency's minor unit: whole yen for JPY, thousandths for KWD; yolocost.money).
-The marts keep money exact; the CSV's BilledCost is rounded with money.allocate:
-each project's month total is rounded first (largest remainder over the projects, so the
-projects add up to the cluster total rounded half up), then spread over the project's day x
-GPU model rows (largest remainder within the project). Reports that print per-project totals
-MUST take them from `project_totals_cents(con, month)` and the grand total from
-`total_cents(con, month)` (or both from `month_cents`): then every project's rows in the CSV
-add up to the figure its report prints, and all rows to the cluster total. Rounding a
-project's exact cost on its own can differ by a cent.
+Cents are the currency's minor unit (whole yen for JPY, thousandths for KWD; yolocost.money).
 
 FOCUS decisions (v1.2; dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requires):
 
@@ -24,31 +18,41 @@ FOCUS decisions (v1.2; dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec 
   day in the configured time zone, as UTC. ChargePeriodStart/End: the local day's midnight to
   the next local midnight, as UTC (23 or 25 hours on DST change days). x_ChargeDate is the
   local date and x_TimeZone the zone.
-* One price, so ListCost = ContractedCost = EffectiveCost = BilledCost (rounded cents), in
-  BillingCurrency = the configured currency. Energy (kWh x energy price, where configured) is
-  folded into the row's cost, as it is in the reports' totals: x_GpuCost and x_EnergyCost
-  give the exact split, x_UnroundedCost the exact sum BilledCost was rounded from.
-* PricingQuantity = ConsumedQuantity = GPU-hours (MIG instances as their share of a GPU),
-  6 decimals; PricingUnit = ConsumedUnit "GPU-Hours".
+* GPU time and energy are separate rows (x_ChargeKind gpu | energy). One price per row:
+  ListUnitPrice = ContractedUnitPrice = the configured price per GPU-hour (PricingUnit
+  "GPU-Hours") or per kWh (PricingUnit "kWh"), SkuPriceId names the price period ('<price key>
+  from <date>', 'energy from <date>'), and BilledCost = ListCost = ContractedCost =
+  EffectiveCost = the row's cents, within a cent of ListUnitPrice x PricingQuantity
+  (x_UnroundedCost is that exact product as the marts hold it).
+* PricingQuantity = ConsumedQuantity: GPU-hours (MIG instances as their share of a GPU) or
+  kWh, 6 decimals.
 * ServiceCategory "AI and Machine Learning", ServiceSubcategory "Machine Learning",
   ServiceName "GPU training cluster".
 * ProviderName, PublisherName, InvoiceIssuerName, BillingAccountId, BillingAccountName: the
   cluster name (an internal chargeback: the cluster's operators provide, publish and charge).
 * SubAccountId = SubAccountName = the project, `(unlabeled)` or `(unallocated)`;
-  SubAccountType "Project". SkuId = the GPU model.
+  SubAccountType "Project". SkuId = the GPU model (or MIG profile priced on its own) for GPU
+  time, "Energy" for energy. Tags: the row's accounting labels as a JSON object (project,
+  bucket, gpu_model, charge_kind, allocation).
+* With `[allocation] unallocated = "proportional"`, capacity nobody held is charged to the
+  projects that held that GPU model that day, in proportion to their GPU-hours, in rows of
+  their own: x_Allocation "share of unallocated capacity" (own use: "usage") and a
+  ChargeDescription that says so.
 * ChargeDescription: what, which GPU model, who, which day, e.g. "GPU-hours on NVIDIA A10G
-  for project vision on 2026-10-03 (energy included)".
-* x_ columns: x_Bucket (project | unlabeled | unallocated), x_ChargeDate, x_TimeZone, x_Jobs
-  (number of jobs), x_ImageTag (every image tag held that row, sorted, '; '-separated; spend
-  per tag is in mart_image_tag_month), x_EffectiveComputeDensity (busy / present seconds,
-  6 decimals), x_IdleGpuHours and x_IdleCost (held time under the idle threshold; empty on
-  unallocated rows), x_GpuCost, x_EnergyCost, x_EnergyKwh, x_UnroundedCost (exact, 9 decimals).
+  for project vision on 2026-10-03".
+* x_ columns: x_Bucket (project | unlabeled | unallocated), x_ChargeKind, x_Allocation,
+  x_GpuModel, x_ChargeDate, x_TimeZone, x_Jobs (jobs that held the GPU model that day),
+  x_ImageTag (every image tag held that day on that GPU model, sorted, '; '-separated),
+  x_EffectiveComputeDensity (busy / present seconds, 6 decimals), x_IdleGpuHours (held time
+  under the idle threshold, 6 decimals) and x_IdleCost (its cents, the part of BilledCost the
+  reports call idle waste; GPU rows of held time only), x_UnroundedCost (exact, 9 decimals).
 
 The file: UTF-8 without BOM, a header row, RFC 4180 (csv module, CRLF line ends, quotes where
 needed); text cells that a spreadsheet would run as a formula (= + - @, tab, CR first) get a
 leading apostrophe; numbers are written as plain decimals. Rows are ordered by bucket
-(projects, unlabeled, unallocated), project, day, GPU model, and nothing in the file depends
-on when it was written, so the same database gives the same bytes.
+(projects, unlabeled, unallocated), project, day, GPU model, charge kind, allocation and
+price, and nothing in the file depends on when it was written, so the same database gives
+the same bytes.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -65,10 +70,10 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from . import db
+from . import db, ledger
 from .config import Config
 from .errors import YolocostError
-from .money import allocate, minor_unit
+from .money import minor_unit
 from .outputs import write_output
 from .queries import csv_safe
 
@@ -79,20 +84,21 @@ FOCUS_MANDATORY_COLUMNS = (
     "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
 )
 FOCUS_OTHER_COLUMNS = (
-    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "PricingCategory", "ServiceSubcategory",
-    "SkuId", "SubAccountId", "SubAccountName", "SubAccountType",
+    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "ListUnitPrice",
+    "PricingCategory", "ServiceSubcategory", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName",
+    "SubAccountType", "Tags",
 )
 X_COLUMNS = (
-    "x_Bucket", "x_ChargeDate", "x_TimeZone", "x_Jobs", "x_ImageTag", "x_EffectiveComputeDensity",
-    "x_IdleGpuHours", "x_IdleCost", "x_GpuCost", "x_EnergyCost", "x_EnergyKwh", "x_UnroundedCost",
+    "x_Bucket", "x_ChargeKind", "x_Allocation", "x_GpuModel", "x_ChargeDate", "x_TimeZone", "x_Jobs",
+    "x_ImageTag", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_UnroundedCost",
 )
 COLUMNS = FOCUS_MANDATORY_COLUMNS + FOCUS_OTHER_COLUMNS + X_COLUMNS
 
-UNIT = "GPU-Hours"
 SERVICE_NAME = "GPU training cluster"
 SERVICE_CATEGORY = "AI and Machine Learning"
 SERVICE_SUBCATEGORY = "Machine Learning"
-BUCKET_ORDER = {"project": 0, "unlabeled": 1, "unallocated": 2}
+BUCKET_ORDER = ledger.BUCKET_ORDER
+ALLOCATION_LABELS = {ledger.USAGE: "usage", ledger.SHARE: "share of unallocated capacity"}
 
 _NANO = Decimal("0.000000001")
 _MICRO = Decimal("0.000001")
@@ -101,42 +107,52 @@ _MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
 
 @dataclass(frozen=True)
-class DailyRow:
-    """One row of mart_finance_daily: local day x project bucket x GPU model, money exact."""
+class ChargeRow:
+    """One row of ledger_charges with the image tags held that day, money in cents and exact."""
 
     day: dt.date
-    project: str
     bucket: str
+    project: str
     gpu_model: str
-    jobs: int
-    gpu_seconds: Decimal
-    density: float | None
-    idle_gpu_hours: float | None
-    idle_cost: Decimal | None
-    gpu_cost: Decimal
-    energy_cost: Decimal
+    charge_kind: str
+    allocation: str
+    sku_price_id: str
+    unit_price: Decimal
+    pricing_unit: str
+    quantity: Decimal
+    exact_cost: Decimal
     cost: Decimal
-    energy_kwh: float | None
+    idle_cost: Decimal | None
+    idle_gpu_seconds: Decimal | None
+    gpu_seconds: Decimal
+    seconds_present: Decimal
+    seconds_busy: Decimal
+    jobs: int
     image_tags: str | None
+
+    @property
+    def density(self) -> float | None:
+        return float(self.seconds_busy / self.seconds_present) if self.seconds_present else None
 
 
 @dataclass(frozen=True)
 class MonthCents:
-    """A month's daily rows with their cents (`cents[i]` belongs to `rows[i]`), each project's
-    cents (`projects`, keyed like mart_project_month.project, in CSV order) and the total.
-
-    sum(cents) == sum(projects.values()) == total == the month's exact total cost rounded
-    half up to the cent; the cents of a project's rows add up to projects[project]."""
+    """A month's ledger rows (`rows`, in CSV order), each project's cents (`projects`: own
+    usage and any share of unallocated capacity, keyed like mart_project_month.project, in
+    CSV order) and the total. sum(row cents) == sum(projects.values()) == total."""
 
     month: str
     cluster: str
     timezone: str
     currency: str
-    rows: tuple[DailyRow, ...]
-    cents: tuple[Decimal, ...]
+    rows: tuple[ChargeRow, ...]
     projects: dict[str, Decimal]
     total: Decimal
     exact_total: Decimal
+
+    @property
+    def cents(self) -> tuple[Decimal, ...]:
+        return tuple(r.cost for r in self.rows)
 
 
 @dataclass(frozen=True)
@@ -151,7 +167,7 @@ class FinanceExport:
     warning: str | None = None  # the database holds only part of the month
 
 
-# --------------------------------------------------------------------------- reading and rounding
+# --------------------------------------------------------------------------- reading the ledger
 
 
 def check_month(month: str) -> str:
@@ -170,46 +186,61 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple
                             "rebuild the models with `yolocost build`") from None
 
 
+def _sort_key(row: ChargeRow) -> tuple:
+    return (BUCKET_ORDER.get(row.bucket, 9), row.bucket, row.project, row.day, row.gpu_model,
+            ledger.KIND_ORDER.get(row.charge_kind, 9), row.allocation != ledger.USAGE, row.sku_price_id)
+
+
 def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
-    """Read one month from mart_finance_daily and round it to cents (see the module doc).
+    """One month of the cent ledger, in CSV order (see the module doc).
 
     `con` is an open connection to the database (read-only is enough). A month without
     usage rows is a YolocostError naming the months the database holds.
     """
     check_month(month)
     records = _fetch(con, """
-        SELECT day, project, bucket, gpu_model, jobs, gpu_seconds, density, idle_gpu_hours,
-               idle_cost, gpu_cost, energy_cost, cost, energy_kwh, image_tags,
-               cluster, timezone, currency
-        FROM mart_finance_daily WHERE month = ?""", [month])
+        SELECT l.day, l.bucket, l.project, l.gpu_model, l.charge_kind, l.allocation, l.sku_price_id,
+               l.unit_price, l.pricing_unit, l.quantity, l.exact_cost, l.cost, l.idle_cost, l.idle_gpu_seconds,
+               l.gpu_seconds, l.seconds_present, l.seconds_busy, l.jobs,
+               CASE WHEN l.allocation = 'usage' THEN f.image_tags END,
+               s.cluster, s.timezone, s.currency
+        FROM ledger_charges AS l
+        LEFT JOIN mart_finance_daily AS f
+            ON f.day = l.day AND f.project = l.project AND f.bucket = l.bucket AND f.gpu_model = l.gpu_model
+        CROSS JOIN settings AS s
+        WHERE l.month = ?""", [month])
     if not records:
-        months = [r[0] for r in _fetch(con, "SELECT DISTINCT month FROM mart_finance_daily ORDER BY month", [])]
+        months = [r[0] for r in _fetch(con, "SELECT DISTINCT month FROM ledger_charges ORDER BY month", [])]
         held = ", ".join(months) if months else "none"
         raise YolocostError(f"no usage data for {month} in the database (months held: {held})")
-    cluster, timezone, currency = records[0][14:17]
-    rows = [DailyRow(*r[:14]) for r in records]
-    # the order fixes the tie-breaking of the rounding, so it is total and independent of DuckDB
-    rows.sort(key=lambda r: (BUCKET_ORDER.get(r.bucket, 9), r.bucket, r.project, r.day, r.gpu_model))
-    allocation = allocate([r.cost for r in rows], [r.project for r in rows], minor_unit(currency))
-    exact_total = sum((r.cost for r in rows), Decimal(0))
-    return MonthCents(month, cluster, timezone, currency, tuple(rows), tuple(allocation.parts),
-                      dict(allocation.groups), allocation.total, exact_total)
+    cluster, timezone, currency = records[0][19:22]
+    places = minor_unit(currency)
+    zero = Decimal(0).scaleb(-places)
+    rows = sorted((ChargeRow(*r[:19]) for r in records), key=_sort_key)
+    projects: dict[str, Decimal] = {}
+    for r in rows:
+        projects[r.project] = projects.get(r.project, zero) + r.cost
+    total = sum((r.cost for r in rows), zero)
+    exact_total = sum((r.exact_cost for r in rows), Decimal(0))
+    quantum = Decimal(1).scaleb(-places)
+    return MonthCents(month, cluster, timezone, currency, tuple(rows),
+                      {k: v.quantize(quantum) for k, v in projects.items()}, total.quantize(quantum), exact_total)
 
 
 def project_totals_cents(con: duckdb.DuckDBPyConnection, month: str) -> dict[str, Decimal]:
-    """Each project's total cost (GPU + energy) for `month` in cents, as the finance CSV has it.
+    """Each project's billed total for `month` in cents (GPU time and energy, own usage plus
+    any share of unallocated capacity), as the finance CSV's rows of that SubAccountId add up.
 
     Keys are mart_project_month.project: project names plus '(unlabeled)' and '(unallocated)'
-    where the month has such time. The values add up to total_cents(con, month), and each
-    equals the sum of BilledCost over that project's rows in the finance CSV. Reports print
-    these instead of rounding mart_project_month.cost themselves.
+    where the month has such time (the latter absent when all of it was shared). The values
+    add up to total_cents(con, month).
     """
     return dict(month_cents(con, month).projects)
 
 
 def total_cents(con: duckdb.DuckDBPyConnection, month: str) -> Decimal:
     """The month's total cost (capacity GPU cost + energy; mart_cluster_month.total_cost)
-    rounded half up to the cent: the sum of the finance CSV's BilledCost."""
+    in cents as the ledger has it: the sum of the finance CSV's BilledCost."""
     return month_cents(con, month).total
 
 
@@ -244,16 +275,24 @@ def _float(value: float | None, decimals: int = 6) -> str:
     return out[1:] if out.startswith("-") and float(out) == 0 else out
 
 
-def _description(row: DailyRow) -> str:
-    on = f"on {row.gpu_model}"
+def _description(row: ChargeRow) -> str:
+    what = "Energy drawn by" if row.charge_kind == "energy" else "GPU-hours on"
+    on = f"{what} {row.gpu_model}"
+    day = row.day.isoformat()
+    if row.allocation == ledger.SHARE:
+        return (f"Share of unallocated capacity: {on} held by no job, charged to project {row.project} "
+                f"by its GPU-hours on that GPU model on {day}")
     if row.bucket == "unallocated":
-        what = f"Unallocated capacity: GPU-hours {on} held by no job"
-    elif row.bucket == "unlabeled":
-        what = f"GPU-hours {on} for jobs without a project label"
-    else:
-        what = f"GPU-hours {on} for project {row.project}"
-    energy = " (energy included)" if row.energy_cost else ""
-    return f"{what} on {row.day.isoformat()}{energy}"
+        return f"Unallocated capacity: {on} held by no job on {day}"
+    if row.bucket == "unlabeled":
+        return f"{on} for jobs without a project label on {day}"
+    return f"{on} for project {row.project} on {day}"
+
+
+def _tags(row: ChargeRow) -> str:
+    return json.dumps({"project": row.project, "bucket": row.bucket, "gpu_model": row.gpu_model,
+                       "charge_kind": row.charge_kind, "allocation": ALLOCATION_LABELS[row.allocation]},
+                      ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def focus_rows(data: MonthCents) -> list[dict[str, str]]:
@@ -264,10 +303,11 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
     period_end = _utc(dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz))
     cent = Decimal(1).scaleb(-minor_unit(data.currency))
     out = []
-    for row, cents in zip(data.rows, data.cents):
-        billed = _fixed(cents, cent)
-        hours = _fixed(Decimal(row.gpu_seconds) / Decimal(3600), _MICRO)
-        held = row.bucket != "unallocated"
+    for row in data.rows:
+        billed = _fixed(row.cost, cent)
+        quantity = _fixed(row.quantity, _MICRO)
+        price = _fixed(row.unit_price, _MICRO)
+        idle = row.charge_kind == "gpu" and row.bucket != "unallocated" and row.allocation == ledger.USAGE
         out.append({
             "BilledCost": billed,
             "BillingAccountId": data.cluster,
@@ -284,33 +324,37 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
             "EffectiveCost": billed,
             "InvoiceIssuerName": data.cluster,
             "ListCost": billed,
-            "PricingQuantity": hours,
-            "PricingUnit": UNIT,
+            "PricingQuantity": quantity,
+            "PricingUnit": row.pricing_unit,
             "ProviderName": data.cluster,
             "PublisherName": data.cluster,
             "ServiceCategory": SERVICE_CATEGORY,
             "ServiceName": SERVICE_NAME,
             "ChargeFrequency": "Usage-Based",
-            "ConsumedQuantity": hours,
-            "ConsumedUnit": UNIT,
+            "ConsumedQuantity": quantity,
+            "ConsumedUnit": row.pricing_unit,
+            "ContractedUnitPrice": price,
+            "ListUnitPrice": price,
             "PricingCategory": "Standard",
             "ServiceSubcategory": SERVICE_SUBCATEGORY,
-            "SkuId": row.gpu_model,
+            "SkuId": row.gpu_model if row.charge_kind == "gpu" else "Energy",
+            "SkuPriceId": row.sku_price_id,
             "SubAccountId": row.project,
             "SubAccountName": row.project,
             "SubAccountType": "Project",
+            "Tags": _tags(row),
             "x_Bucket": row.bucket,
+            "x_ChargeKind": row.charge_kind,
+            "x_Allocation": ALLOCATION_LABELS[row.allocation],
+            "x_GpuModel": row.gpu_model,
             "x_ChargeDate": row.day.isoformat(),
             "x_TimeZone": data.timezone,
             "x_Jobs": str(int(row.jobs)),
             "x_ImageTag": row.image_tags or "",
             "x_EffectiveComputeDensity": _float(row.density),
-            "x_IdleGpuHours": _float(row.idle_gpu_hours) if held else "",
-            "x_IdleCost": _fixed(row.idle_cost if row.idle_cost is not None else 0, _NANO) if held else "",
-            "x_GpuCost": _fixed(row.gpu_cost, _NANO),
-            "x_EnergyCost": _fixed(row.energy_cost, _NANO),
-            "x_EnergyKwh": _float(row.energy_kwh),
-            "x_UnroundedCost": _fixed(row.cost, _NANO),
+            "x_IdleGpuHours": _fixed(Decimal(row.idle_gpu_seconds or 0) / 3600, _MICRO) if idle else "",
+            "x_IdleCost": _fixed(row.idle_cost or 0, cent) if idle else "",
+            "x_UnroundedCost": _fixed(row.exact_cost, _NANO),
         })
     return out
 
@@ -318,8 +362,8 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
 # columns holding numbers: written as they are (a negative number must stay a number)
 _NUMERIC = frozenset({
     "BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
-    "x_Jobs", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_GpuCost", "x_EnergyCost",
-    "x_EnergyKwh", "x_UnroundedCost",
+    "ContractedUnitPrice", "ListUnitPrice", "x_Jobs", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost",
+    "x_UnroundedCost",
 })
 
 

@@ -49,6 +49,7 @@ KIND_ORDER = {"gpu": 0, "energy": 1}
 HOUR_PLACES = 1  # GPU-hours are printed to 0.1 h
 _INSERT_ROWS = 500
 
+# {places}: the decimals of the currency's minor unit, so the stored cents read as money
 CHARGES_TABLE = """
 CREATE OR REPLACE TABLE ledger_charges (
     month          VARCHAR NOT NULL,   -- YYYY-MM, configured time zone
@@ -63,9 +64,9 @@ CREATE OR REPLACE TABLE ledger_charges (
     pricing_unit   VARCHAR NOT NULL,   -- GPU-Hours | kWh
     quantity       DECIMAL(38, 9) NOT NULL,  -- GPU-hours or kWh, exact to 1e-9
     exact_cost     DECIMAL(38, 9) NOT NULL,
-    cost           DECIMAL(38, 4) NOT NULL,  -- the row's cents (minor units of the currency)
+    cost           DECIMAL(38, {places}) NOT NULL,  -- the row's cents (minor units of the currency)
     exact_idle_cost DECIMAL(38, 9),          -- gpu rows of held time only
-    idle_cost      DECIMAL(38, 4),
+    idle_cost      DECIMAL(38, {places}),
     gpu_hours      DECIMAL(38, 1),           -- gpu rows only, to 0.1 h
     idle_gpu_hours DECIMAL(38, 1),
     gpu_seconds    DECIMAL(38, 6) NOT NULL,  -- held (or, for unallocated, present) GPU-seconds
@@ -81,10 +82,10 @@ CREATE OR REPLACE TABLE ledger_job_month (
     job_id         VARCHAR NOT NULL,
     bucket         VARCHAR NOT NULL,
     project        VARCHAR NOT NULL,
-    gpu_cost       DECIMAL(38, 4) NOT NULL,
-    energy_cost    DECIMAL(38, 4) NOT NULL,
-    cost           DECIMAL(38, 4) NOT NULL,  -- gpu_cost + energy_cost
-    idle_cost      DECIMAL(38, 4) NOT NULL,
+    gpu_cost       DECIMAL(38, {places}) NOT NULL,
+    energy_cost    DECIMAL(38, {places}) NOT NULL,
+    cost           DECIMAL(38, {places}) NOT NULL,  -- gpu_cost + energy_cost
+    idle_cost      DECIMAL(38, {places}) NOT NULL,
     gpu_hours      DECIMAL(38, 1) NOT NULL,
     idle_gpu_hours DECIMAL(38, 1) NOT NULL
 )"""
@@ -290,8 +291,8 @@ def build(con: duckdb.DuckDBPyConnection, policy: str, currency: str,
     if policy not in POLICIES:
         raise ValueError(f"unknown unallocated policy {policy!r}")
     places = money.minor_unit(currency)
-    con.execute(CHARGES_TABLE)
-    con.execute(JOBS_TABLE)
+    con.execute(CHARGES_TABLE.format(places=places))
+    con.execute(JOBS_TABLE.format(places=places))
     months = [r[0] for r in con.execute("SELECT DISTINCT month FROM mart_charge_daily ORDER BY month").fetchall()]
     for month in months:
         charges, jobs = compute_month(con, _month_re(month), policy, places)

@@ -1,18 +1,15 @@
-"""What each report section shows, read from the marts only, as plain dicts and lists.
+"""What each report section shows, read from the marts and the cent ledger only, as plain dicts and lists.
 
 One function per section. Each takes an open read-only connection, the month and the
 audience's project (None = the admin report, all projects) and filters in SQL: a project
 report's rows come from `WHERE project = ? AND bucket = 'project'`, so no other project's row
-is ever read into it. One figure is the exception, by necessity: a project's printed total in
-cents is the finance CSV's (yolocost.finance.project_totals_cents rounds every bucket of the
-month together, largest remainder), so that it equals the admin report's figure and the sum
-of the project's CSV rows. Only that project's own cents leave `printed_totals`.
+is ever read into it.
 
-Money stays Decimal (the marts' DECIMAL(38, 9)). Project and cluster totals come from
-yolocost.finance; columns that add up to a printed total (users of a project, GPU models,
-image tags, ...) are rounded to cents with the largest-remainder functions of yolocost.money
-(towards that total where there is one); single figures are rounded half up by the
-templates' `money` filter. Hours, densities and shares are floats.
+Every printed money figure and GPU-hour figure is a value of the cent ledger
+(yolocost.ledger: ledger_charges, ledger_job_month) or a sum of such values, never a
+rounding of its own: so a figure has the same cents in every table, card, report, the
+summary, the named queries and the finance CSV, every table adds up to its total, and GPU +
+energy = cost in every row. Money stays Decimal; densities and shares are floats.
 """
 
 from __future__ import annotations
@@ -118,61 +115,90 @@ def month_projects(con, month: str) -> list[str]:
         con, "SELECT project FROM mart_project_month WHERE month = ? AND bucket = 'project' ORDER BY project", [month])]
 
 
+SHARE = "unallocated share"
+# capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
+NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
+
+
 def printed_totals(con, month: str, project: str | None = None) -> dict[str, Decimal]:
-    """Cents of each project's month total exactly as the finance CSV has them
-    (yolocost.finance.project_totals_cents: largest remainder over the month's projects,
-    '(unlabeled)' and '(unallocated)', adding up to the rounded cluster total), keyed like
+    """Each project's billed cents for the month (own usage plus any share of unallocated
+    capacity; the finance CSV's rows of that SubAccountId add up to it), keyed like
     mart_project_month.project; {} for a month without data. With `project`, only that
-    project's entry is returned: the only figure of other projects' rounding a project
-    report needs."""
-    try:
-        totals = finance.project_totals_cents(con, month)
-    except YolocostError:
-        return {}
-    if project is not None:
-        return {project: totals[project]} if project in totals else {}
-    return totals
+    project's entry."""
+    where, params = ("", []) if project is None else (" AND project = ? AND bucket = 'project'", [project])
+    return {r["project"]: r["cents"] for r in rows(con, f"""
+        SELECT project, sum(cost) AS cents FROM ledger_charges WHERE month = ?{where}
+        GROUP BY project ORDER BY project""", [month, *params])}
+
+
+def _own(con, month: str, project: str) -> dict | None:
+    """A project's own-usage ledger sums for the month (None when it held no GPU)."""
+    found = rows(con, f"""
+        SELECT sum(cost) FILTER (WHERE allocation = 'usage') AS total_cents,
+               coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
+               sum(cost) AS billed_cents,
+               sum(gpu_hours) FILTER (WHERE allocation = 'usage') AS gpu_hours,
+               sum(idle_gpu_hours) AS idle_gpu_hours, sum(idle_cost) AS idle_cost,
+               sum(cost) FILTER (WHERE allocation = 'usage' AND charge_kind = 'energy') AS energy_cost
+        FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project'""", [month, project])
+    return found[0] if found and found[0]["billed_cents"] is not None else None
 
 
 def headline(con, month: str, project: str | None) -> dict:
     """Headline cards, this month against the previous one."""
     prev = previous_month(month)
     if project is None:
-        found = {r["month"]: r for r in rows(con, """
-            SELECT month, total_cost, capacity_gpu_hours, attributed_gpu_hours, density, idle_gpu_hours,
-                   idle_cost, unallocated_gpu_hours, unallocated_cost, unlabeled_gpu_hours, unlabeled_cost,
-                   energy_cost, energy_kwh, jobs, users, projects, gpus
-            FROM mart_cluster_month WHERE month IN (?, ?)""", [month, prev])}
+        found = {r["month"]: r for r in rows(con, f"""
+            SELECT c.month, c.density, c.jobs, c.users, c.projects, c.gpus, c.energy_kwh, l.*
+            FROM mart_cluster_month AS c
+            JOIN (SELECT month AS ledger_month,
+                         sum(cost) AS total_cents,
+                         sum(gpu_hours) AS capacity_gpu_hours,
+                         coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage' AND bucket <> 'unallocated'), 0)
+                             AS attributed_gpu_hours,
+                         coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
+                         coalesce(sum(idle_cost), 0) AS idle_cost,
+                         coalesce(sum(cost) FILTER (WHERE {NOBODY}), 0) AS unallocated_cents,
+                         coalesce(sum(gpu_hours) FILTER (WHERE {NOBODY}), 0) AS unallocated_gpu_hours,
+                         coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS shared_cents,
+                         coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost
+                  FROM ledger_charges WHERE month IN (?, ?) GROUP BY month) AS l
+                ON l.ledger_month = c.month
+            WHERE c.month IN (?, ?)""", [month, prev, month, prev])}
         cur, old = found.get(month), found.get(prev)
         if cur is None:
             return {"cards": [], "current": None, "previous_month": prev}
-        for r, m in ((cur, month), (old, prev)):
-            if r is not None:
-                r["total_cents"] = finance.total_cents(con, m)
-                r["unallocated_cents"] = printed_totals(con, m).get("(unallocated)", Decimal("0.00"))
+        shared = (f"; {cur['shared_cents']:,.{_places.get()}f} of it charged to projects by their GPU-hours"
+                  if cur["shared_cents"] else "; charged to no project")
         spec = [
             ("total_cents", "Total cost", "money", f"GPU time and energy, {cur['gpus']} GPUs"),
             ("attributed_gpu_hours", "GPU-hours held by jobs", "number",
-             f"{cur['jobs']} jobs, {cur['users']} users, of {cur['capacity_gpu_hours']:,.0f} capacity"),
+             f"{cur['jobs']} jobs, {cur['users']} users, of {cur['capacity_gpu_hours']:,.1f} capacity"),
             ("density", "Effective compute density", "percent", "busy seconds / held seconds"),
             ("idle_cost", "Idle waste", "money", f"{cur['idle_gpu_hours']:,.1f} GPU-hours under the idle threshold"),
             ("unallocated_cents", "Unallocated capacity", "money",
-             f"{cur['unallocated_gpu_hours']:,.1f} GPU-hours nobody held (GPU time and energy)"),
+             f"{cur['unallocated_gpu_hours']:,.1f} GPU-hours nobody held (GPU time and energy){shared}"),
         ]
     else:
-        found = {r["month"]: r for r in rows(con, """
-            SELECT p.month, p.cost, p.gpu_hours, p.density, p.idle_gpu_hours, p.idle_cost, p.jobs, p.users,
-                   p.energy_cost,
-                   CAST(p.cost AS DOUBLE) / nullif(CAST(c.total_cost AS DOUBLE), 0) AS cost_share,
-                   p.gpu_hours / nullif(c.capacity_gpu_hours, 0) AS gpu_hour_share
-            FROM mart_project_month AS p JOIN mart_cluster_month AS c USING (month)
-            WHERE p.month IN (?, ?) AND p.project = ? AND p.bucket = 'project'""", [month, prev, project])}
+        found = {}
+        for m in (month, prev):
+            own = _own(con, m, project)
+            if own is None:
+                continue
+            extra = rows(con, """
+                SELECT p.density, p.jobs, p.users,
+                       (SELECT sum(cost) FROM ledger_charges WHERE month = ?) AS cluster_cents,
+                       (SELECT sum(gpu_hours) FROM ledger_charges WHERE month = ?) AS capacity_gpu_hours
+                FROM mart_project_month AS p WHERE p.month = ? AND p.project = ? AND p.bucket = 'project'""",
+                [m, m, m, project])
+            found[m] = {**own, **(extra[0] if extra else {"density": None, "jobs": 0, "users": 0,
+                                                             "cluster_cents": None, "capacity_gpu_hours": None})}
+            r = found[m]
+            r["cost_share"] = float(r["total_cents"] / r["cluster_cents"]) if r["cluster_cents"] else 0.0
+            r["gpu_hour_share"] = float(r["gpu_hours"] / r["capacity_gpu_hours"]) if r["capacity_gpu_hours"] else 0.0
         cur, old = found.get(month), found.get(prev)
         if cur is None:
             return {"cards": [], "current": None, "previous_month": prev}
-        cur["total_cents"] = printed_totals(con, month, project)[project]
-        if old is not None:
-            old["total_cents"] = printed_totals(con, prev, project)[project]
         spec = [
             ("total_cents", "Project cost", "money",
              f"GPU time and energy; {cur['cost_share'] * 100:.1f} % of the cluster's cost"),
@@ -181,6 +207,9 @@ def headline(con, month: str, project: str | None) -> dict:
             ("density", "Effective compute density", "percent", "busy seconds / held seconds"),
             ("idle_cost", "Idle waste", "money", f"{cur['idle_gpu_hours']:,.1f} GPU-hours under the idle threshold"),
         ]
+        if cur["share_cents"]:
+            spec.append(("share_cents", "Share of unallocated capacity", "money",
+                         f"capacity nobody held, charged by GPU-hours; billed in all {cur['billed_cents']:,.{_places.get()}f}"))
     cards = []
     for key, label, kind, note in spec:
         previous = old.get(key) if old else None
@@ -193,20 +222,24 @@ def headline(con, month: str, project: str | None) -> dict:
 
 
 def daily(con, month: str, project: str | None) -> dict:
-    """Cost per local day, stacked by project bucket (admin) or by GPU model (a project)."""
+    """Cost per local day, stacked by project bucket (admin; capacity nobody held as one
+    series, whatever share of it was charged to projects) or by GPU model (a project's own use)."""
     if project is None:
-        found = rows(con, """
-            SELECT day, project AS series, bucket, sum(cost) AS cost, sum(gpu_hours) AS gpu_hours
-            FROM mart_daily WHERE month = ? GROUP BY ALL ORDER BY day, bucket, series""", [month])
+        found = rows(con, f"""
+            SELECT day, CASE WHEN {NOBODY} THEN '(unallocated)' ELSE project END AS series,
+                   CASE WHEN {NOBODY} THEN 'unallocated' ELSE bucket END AS bucket,
+                   sum(cost) AS cost, sum(gpu_hours) AS gpu_hours
+            FROM ledger_charges WHERE month = ? GROUP BY ALL ORDER BY day, bucket, series""", [month])
         label = "project"
     else:
         found = rows(con, """
             SELECT day, gpu_model AS series, sum(cost) AS cost, sum(gpu_hours) AS gpu_hours
-            FROM mart_daily WHERE month = ? AND project = ? AND bucket = 'project'
+            FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'usage'
             GROUP BY ALL ORDER BY day, series""", [month, project])
         label = "GPU model"
     for r in found:
         r["day"] = r["day"].isoformat()
+        r["gpu_hours"] = r["gpu_hours"] or Decimal("0.0")
     days = sorted({r["day"] for r in found})
     first = dt.date(int(month[:4]), int(month[5:7]), 1)
     following = (first + dt.timedelta(days=31)).replace(day=1)
@@ -214,96 +247,162 @@ def daily(con, month: str, project: str | None) -> dict:
             "first_day": first.isoformat(), "next_month": following.isoformat()}
 
 
+# a bucket's ledger sums: own use (GPU, energy), the share of unallocated capacity, hours, idle
+_LEDGER_SUMS = f"""
+    coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu' AND allocation = 'usage'), 0) AS gpu_cost,
+    coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy' AND allocation = 'usage'), 0) AS energy_cost,
+    coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
+    coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
+    coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
+    coalesce(sum(idle_cost), 0) AS idle_cost"""
+
+
+def _bucket_sums(con, month: str) -> list[dict]:
+    """Every bucket of the month from the ledger. The '(unallocated)' row holds all capacity
+    nobody held (its GPU-hours and cost), and as a negative share what the "proportional"
+    policy charged of it to projects, so each column adds up: cost to capacity + energy,
+    share to 0, billed (cost + share) to the month's total."""
+    found = rows(con, f"""
+        SELECT project, bucket, {_LEDGER_SUMS}
+        FROM ledger_charges WHERE month = ? AND allocation = 'usage' AND bucket <> 'unallocated'
+        GROUP BY project, bucket
+        UNION ALL
+        SELECT project, 'project', 0, 0, sum(cost), 0, 0, 0
+        FROM ledger_charges WHERE month = ? AND allocation = '{SHARE}' GROUP BY project""", [month, month])
+    merged: dict[tuple, dict] = {}
+    for r in found:
+        key = (r["project"], r["bucket"])
+        if key in merged:
+            for k in ("gpu_cost", "energy_cost", "share_cents", "gpu_hours", "idle_gpu_hours", "idle_cost"):
+                merged[key][k] += r[k]
+        else:
+            merged[key] = r
+    nobody = rows(con, f"""
+        SELECT '(unallocated)' AS project, 'unallocated' AS bucket,
+               coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
+               coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
+               -coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
+               coalesce(sum(gpu_hours), 0) AS gpu_hours, NULL AS idle_gpu_hours, NULL AS idle_cost,
+               count(*) AS n
+        FROM ledger_charges WHERE month = ? AND {NOBODY}""", [month])[0]
+    out = list(merged.values())
+    if nobody.pop("n"):
+        out.append(nobody)
+    for r in out:
+        r["cents"] = r["gpu_cost"] + r["energy_cost"]
+        r["billed_cents"] = r["cents"] + r["share_cents"]
+    return out
+
+
 def projects(con, month: str, totals: dict[str, Decimal]) -> list[dict]:
-    """Admin only: every bucket of the month with last month's printed cost."""
+    """Admin only: every bucket of the month (ledger sums, see _bucket_sums) with jobs, users
+    and density from mart_project_month and last month's billed cents."""
     prev = previous_month(month)
-    found = rows(con, """
-        SELECT p.project, p.bucket, p.jobs, p.users, p.gpu_hours, p.density, p.idle_gpu_hours, p.idle_cost,
-               p.gpu_cost, p.energy_cost, p.cost,
-               CAST(p.cost AS DOUBLE) / nullif(CAST(c.total_cost AS DOUBLE), 0) AS share
-        FROM mart_project_month AS p JOIN mart_cluster_month AS c USING (month)
-        WHERE p.month = ?
-        ORDER BY p.bucket = 'project' DESC, p.bucket = 'unallocated', p.cost DESC, p.project""", [month])
+    marts = {r["project"]: r for r in rows(con, """
+        SELECT project, jobs, users, density FROM mart_project_month WHERE month = ?""", [month])}
+    found = _bucket_sums(con, month)
+    total = sum((r["billed_cents"] for r in found), Decimal(0))
     prev_totals = printed_totals(con, prev)
     for r in found:
-        r["cents"] = totals[r["project"]]
+        r.update({k: marts.get(r["project"], {}).get(k) for k in ("jobs", "users", "density")})
+        r["share"] = float(r["billed_cents"] / total) if total else None
         r["previous_cents"] = prev_totals.get(r["project"])
-        r["change"] = _change(r["cents"], r["previous_cents"], "money")
+        r["change"] = _change(r["billed_cents"], r["previous_cents"], "money")
+    found.sort(key=lambda r: (BUCKET_RANK.get(r["bucket"], 9), -r["billed_cents"], r["project"]))
     return found
+
+
+BUCKET_RANK = {"project": 0, "unlabeled": 1, "unallocated": 2}
+
+
+# a job-month's ledger figures joined to its labels
+_JOBS = """
+    FROM ledger_job_month AS l
+    JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id"""
 
 
 def users(con, month: str, project: str | None, totals: dict[str, Decimal]) -> list[dict]:
-    """Cost per user (x project for the admin). Rows of a project add up to its printed total."""
-    where, params = _scope(project)
-    found = rows(con, f"""
-        SELECT project, bucket, coalesce(user_name, '(no user)') AS user_name, jobs, gpu_hours, density,
-               idle_gpu_hours, idle_cost, cost
-        FROM mart_user_month WHERE month = ?{where}
-        ORDER BY cost DESC, project, user_name""", [month, *params])
-    groups: dict[str, list[dict]] = {}
-    for r in found:
-        groups.setdefault(r["project"], []).append(r)
-    for key, items in groups.items():
-        _cents(items, "cost", "cents", totals.get(key))
-    return found
+    """Cost per user (x project for the admin): sums of the ledger's job cents, so the rows of
+    a project add up to its own-usage cost."""
+    where, params = _scope(project, "l")
+    return rows(con, f"""
+        SELECT l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, count(*) AS jobs,
+               sum(l.gpu_hours) AS gpu_hours,
+               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS density,
+               sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost,
+               sum(l.gpu_cost) AS gpu_cost, sum(l.energy_cost) AS energy_cost, sum(l.cost) AS cents
+        {_JOBS}
+        WHERE l.month = ?{where}
+        GROUP BY l.project, l.bucket, m.user_name
+        ORDER BY cents DESC, l.project, user_name""", [month, *params])
 
 
 def gpu_models(con, month: str, project: str | None, totals: dict[str, Decimal]) -> list[dict]:
     """Admin: capacity, held and unallocated time and cost per GPU model. A project: its own
-    GPU-hours and cost per model (adding up to its printed total)."""
+    GPU-hours and cost per model. Ledger sums: held + unallocated GPU cost + energy = cost."""
     if project is None:
-        found = rows(con, """
-            SELECT gpu_model, gpus, capacity_gpu_hours, coalesce(attributed_gpu_hours, 0) AS attributed_gpu_hours,
-                   coalesce(unallocated_gpu_hours, 0) AS unallocated_gpu_hours,
-                   attributed_density AS density, attributed_cost, unallocated_cost, energy_cost,
-                   capacity_cost + energy_cost AS cost
-            FROM mart_gpu_model_month WHERE month = ? ORDER BY cost DESC, gpu_model""", [month])
-        _cents(found, "cost", "cents")
+        found = rows(con, f"""
+            SELECT l.gpu_model, any_value(g.gpus) AS gpus, sum(l.gpu_hours) AS capacity_gpu_hours,
+                   coalesce(sum(l.gpu_hours) FILTER (WHERE NOT {NOBODY}), 0) AS attributed_gpu_hours,
+                   coalesce(sum(l.gpu_hours) FILTER (WHERE {NOBODY}), 0) AS unallocated_gpu_hours,
+                   any_value(g.attributed_density) AS density,
+                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND NOT {NOBODY}), 0) AS attributed_cost,
+                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND {NOBODY}), 0) AS unallocated_cost,
+                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'energy'), 0) AS energy_cost,
+                   sum(l.cost) AS cents
+            FROM ledger_charges AS l JOIN mart_gpu_model_month AS g USING (month, gpu_model)
+            WHERE l.month = ? GROUP BY l.gpu_model ORDER BY cents DESC, l.gpu_model""", [month])
     else:
         found = rows(con, """
-            SELECT gpu_model, max(jobs) AS max_daily_jobs, sum(gpu_hours) AS gpu_hours,
-                   sum(idle_gpu_hours) AS idle_gpu_hours, sum(idle_cost) AS idle_cost,
-                   sum(energy_cost) AS energy_cost, sum(cost) AS cost
-            FROM mart_daily WHERE month = ? AND project = ? AND bucket = 'project'
-            GROUP BY gpu_model ORDER BY cost DESC, gpu_model""", [month, project])
-        _cents(found, "cost", "cents", totals.get(project))
+            SELECT gpu_model, sum(gpu_hours) AS gpu_hours, sum(idle_gpu_hours) AS idle_gpu_hours,
+                   sum(idle_cost) AS idle_cost,
+                   coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
+                   coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
+                   sum(cost) AS cents
+            FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'usage'
+            GROUP BY gpu_model ORDER BY cents DESC, gpu_model""", [month, project])
     return found
 
 
-def image_tags(con, month: str, project: str | None) -> list[dict]:
-    """Spend, density and idle waste per container image tag (exact sums over mart_job_month)."""
-    where, params = _scope(project)
+def image_tags(con, month: str, project: str | None) -> dict:
+    """Spend, density and idle waste per container image tag (sums of the ledger's job cents)."""
+    where, params = _scope(project, "l")
     found = rows(con, f"""
-        SELECT image_tag, tag_status, count(*) AS jobs, count(DISTINCT project) AS projects,
-               sum(gpu_hours) AS gpu_hours,
-               CAST(sum(seconds_busy) AS DOUBLE) / nullif(CAST(sum(seconds_present) AS DOUBLE), 0) AS density,
-               sum(idle_gpu_hours) AS idle_gpu_hours, sum(idle_cost) AS idle_cost, sum(cost) AS cost
-        FROM mart_job_month WHERE month = ?{where}
-        GROUP BY image_tag, tag_status ORDER BY cost DESC, image_tag""", [month, *params])
-    return _top_with_rest(found, "cost", "cents")
+        SELECT m.image_tag, m.tag_status, count(*) AS jobs, count(DISTINCT l.project) AS projects,
+               sum(l.gpu_hours) AS gpu_hours,
+               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS density,
+               sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost, sum(l.cost) AS cents
+        {_JOBS}
+        WHERE l.month = ?{where}
+        GROUP BY m.image_tag, m.tag_status ORDER BY cents DESC, m.image_tag""", [month, *params])
+    return _top_with_rest(found)
 
 
-def _top_with_rest(found: list[dict], key: str, out: str, top: int = TOP) -> dict:
-    """The first `top` rows and one summed row for the rest, rounded to cents together."""
+def _top_with_rest(found: list[dict], top: int = TOP) -> dict:
+    """The first `top` rows and one summed row for the rest (sums of ledger values)."""
     shown, rest = found[:top], found[top:]
     other = None
     if rest:
-        other = {"count": len(rest), key: sum((_dec(r[key]) for r in rest), Decimal(0)),
+        other = {"count": len(rest), "cents": sum((r["cents"] for r in rest), Decimal(0)),
                  "jobs": sum(r.get("jobs") or 0 for r in rest),
-                 "gpu_hours": sum(r.get("gpu_hours") or 0 for r in rest),
+                 "gpu_hours": sum((r["gpu_hours"] for r in rest), Decimal(0)),
                  "idle_cost": sum((_dec(r.get("idle_cost")) for r in rest), Decimal(0))}
-    _cents(shown + ([other] if other else []), key, out)
+    every = shown + ([other] if other else [])
     return {"rows": shown, "other": other, "count": len(found),
-            "cents": sum((r[out] for r in shown + ([other] if other else [])), Decimal("0.00"))}
+            "cents": sum((r["cents"] for r in every), Decimal(0)),
+            "gpu_hours": sum((r["gpu_hours"] for r in every), Decimal(0)),
+            "idle_cost": sum((_dec(r["idle_cost"]) for r in every), Decimal(0)),
+            "jobs": sum(r["jobs"] for r in every)}
 
 
 def density(con, month: str, project: str | None) -> dict:
-    """Jobs per band of effective compute density (0-10 %, ..., 90-100 %)."""
-    where, params = _scope(project)
+    """Jobs per band of effective compute density (0-10 %, ..., 90-100 %), ledger sums."""
+    where, params = _scope(project, "l")
     found = rows(con, f"""
-        SELECT least(CAST(floor(coalesce(density, 0) * {DENSITY_BINS}) AS INTEGER), {DENSITY_BINS - 1}) AS bin,
-               count(*) AS jobs, sum(gpu_hours) AS gpu_hours, sum(cost) AS cost, sum(idle_cost) AS idle_cost
-        FROM mart_job_month WHERE month = ?{where}
+        SELECT least(CAST(floor(coalesce(m.density, 0) * {DENSITY_BINS}) AS INTEGER), {DENSITY_BINS - 1}) AS bin,
+               count(*) AS jobs, sum(l.gpu_hours) AS gpu_hours, sum(l.cost) AS cents, sum(l.idle_cost) AS idle_cost
+        {_JOBS}
+        WHERE l.month = ?{where}
         GROUP BY bin ORDER BY bin""", [month, *params])
     by_bin = {r["bin"]: r for r in found}
     step = 100 // DENSITY_BINS
@@ -311,43 +410,44 @@ def density(con, month: str, project: str | None) -> dict:
     for b in range(DENSITY_BINS):
         r = by_bin.get(b, {})
         bins.append({"label": f"{b * step}–{(b + 1) * step} %", "jobs": r.get("jobs", 0),
-                     "gpu_hours": r.get("gpu_hours") or 0.0, "cost": r.get("cost") or Decimal(0),
+                     "gpu_hours": r.get("gpu_hours") or Decimal("0.0"), "cents": r.get("cents") or Decimal(0),
                      "idle_cost": r.get("idle_cost") or Decimal(0)})
-    _cents(bins, "cost", "cents")
     summary = rows(con, f"""
         SELECT count(*) AS jobs,
-               median(density) AS median_density,
-               CAST(sum(seconds_busy) AS DOUBLE) / nullif(CAST(sum(seconds_present) AS DOUBLE), 0) AS overall,
-               count(*) FILTER (WHERE density < 0.5) AS low_jobs,
-               coalesce(sum(gpu_hours) FILTER (WHERE density < 0.5), 0) AS low_gpu_hours,
-               coalesce(sum(cost) FILTER (WHERE density < 0.5), 0) AS low_cost
-        FROM mart_job_month WHERE month = ?{where}""", [month, *params])[0]
+               median(m.density) AS median_density,
+               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS overall,
+               count(*) FILTER (WHERE m.density < 0.5) AS low_jobs,
+               coalesce(sum(l.gpu_hours) FILTER (WHERE m.density < 0.5), 0) AS low_gpu_hours,
+               coalesce(sum(l.cost) FILTER (WHERE m.density < 0.5), 0) AS low_cost
+        {_JOBS}
+        WHERE l.month = ?{where}""", [month, *params])[0]
     return {"bins": bins, **summary}
 
 
 def idle_waste(con, month: str, project: str | None) -> dict:
-    """The jobs with the most idle cost, and idle waste per project (admin) or per user."""
-    where, params = _scope(project)
+    """The jobs with the most idle cost, and idle waste per project (admin) or per user: ledger
+    values, the same cents as the project, user and job tables."""
+    where, params = _scope(project, "l")
     jobs = rows(con, f"""
-        SELECT job_id, project, bucket, coalesce(user_name, '(no user)') AS user_name, model_type, image_tag,
-               gpu_models, gpus, gpu_hours, idle_gpu_hours, idle_cost, density, cost
-        FROM mart_job_month WHERE month = ? AND idle_gpu_hours > 0{where}
-        ORDER BY idle_cost DESC, job_id LIMIT {TOP}""", [month, *params])
+        SELECT l.job_id, l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, m.model_type,
+               m.image_tag, m.gpu_models, m.gpus, l.gpu_hours, l.idle_gpu_hours, l.idle_cost, m.density, l.cost
+        {_JOBS}
+        WHERE l.month = ? AND l.idle_cost > 0{where}
+        ORDER BY l.idle_cost DESC, l.idle_gpu_hours DESC, l.job_id LIMIT {TOP}""", [month, *params])
     if project is None:
-        groups = rows(con, """
-            SELECT project AS name, bucket, idle_gpu_hours, idle_cost, gpu_hours,
-                   idle_gpu_hours / nullif(gpu_hours, 0) AS idle_share
-            FROM mart_project_month WHERE month = ? AND bucket <> 'unallocated'
-            ORDER BY idle_cost DESC, project""", [month])
+        groups = [{"name": r["project"], "bucket": r["bucket"], "idle_gpu_hours": r["idle_gpu_hours"],
+                   "idle_cents": r["idle_cost"], "gpu_hours": r["gpu_hours"],
+                   "idle_share": float(r["idle_gpu_hours"] / r["gpu_hours"]) if r["gpu_hours"] else None}
+                  for r in _bucket_sums(con, month) if r["bucket"] != "unallocated"]
+        groups.sort(key=lambda g: (-g["idle_cents"], g["name"]))
         label = "Project"
     else:
-        groups = rows(con, """
-            SELECT coalesce(user_name, '(no user)') AS name, bucket, idle_gpu_hours, idle_cost, gpu_hours,
-                   idle_gpu_hours / nullif(gpu_hours, 0) AS idle_share
-            FROM mart_user_month WHERE month = ? AND project = ? AND bucket = 'project'
-            ORDER BY idle_cost DESC, name""", [month, project])
+        groups = [{"name": u["user_name"], "bucket": u["bucket"], "idle_gpu_hours": u["idle_gpu_hours"],
+                   "idle_cents": u["idle_cost"], "gpu_hours": u["gpu_hours"],
+                   "idle_share": float(u["idle_gpu_hours"] / u["gpu_hours"]) if u["gpu_hours"] else None}
+                  for u in users(con, month, project, {})]
+        groups.sort(key=lambda g: (-g["idle_cents"], g["name"]))
         label = "User"
-    _cents(groups, "idle_cost", "idle_cents")
     return {"jobs": jobs, "groups": groups, "group_label": label}
 
 
@@ -403,53 +503,76 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
 
 
 def tag_violations(con, month: str, project: str | None) -> dict:
-    """Spend on image tags that break the tag policy, per status and per job."""
-    where, params = _scope(project, "m")
+    """Spend on image tags that break the tag policy, per status and per job (the ledger's job cents)."""
+    where, params = _scope(project, "l")
     found = rows(con, f"""
-        SELECT v.job_id, v.project, m.bucket, coalesce(v.user_name, '(no user)') AS user_name,
-               v.image_tag, v.tag_status, v.image_digest, v.gpu_hours, v.cost
+        SELECT v.job_id, l.project, l.bucket, coalesce(v.user_name, '(no user)') AS user_name,
+               v.image_tag, v.tag_status, v.image_digest, l.gpu_hours, l.cost
         FROM mart_tag_violations AS v
-        JOIN mart_job_month AS m ON m.month = v.month AND m.job_id = v.job_id
+        JOIN ledger_job_month AS l ON l.month = v.month AND l.job_id = v.job_id
         WHERE v.month = ?{where}
-        ORDER BY v.cost DESC, v.job_id""", [month, *params])
+        ORDER BY l.cost DESC, v.job_id""", [month, *params])
     statuses: dict[str, dict] = {}
     for r in found:
-        s = statuses.setdefault(r["tag_status"], {"status": r["tag_status"], "jobs": 0, "gpu_hours": 0.0,
-                                                  "cost": Decimal(0)})
+        s = statuses.setdefault(r["tag_status"], {"status": r["tag_status"], "jobs": 0, "gpu_hours": Decimal(0),
+                                                  "cents": Decimal(0)})
         s["jobs"] += 1
-        s["gpu_hours"] += r["gpu_hours"] or 0.0
-        s["cost"] += _dec(r["cost"])
-    by_status = sorted(statuses.values(), key=lambda s: (-s["cost"], s["status"]))
-    _cents(by_status, "cost", "cents")
+        s["gpu_hours"] += r["gpu_hours"]
+        s["cents"] += r["cost"]
+    by_status = sorted(statuses.values(), key=lambda s: (-s["cents"], s["status"]))
     return {"by_status": by_status, "jobs": found[:TOP], "total_jobs": len(found),
-            "gpu_hours": sum(s["gpu_hours"] for s in by_status),
-            "cents": sum((s["cents"] for s in by_status), Decimal("0.00"))}
+            "gpu_hours": sum((s["gpu_hours"] for s in by_status), Decimal(0)),
+            "cents": sum((s["cents"] for s in by_status), Decimal(0))}
 
 
 def unallocated(con, month: str, totals: dict[str, Decimal]) -> dict:
-    """Admin only: capacity nobody held, per GPU model (GPU time and the energy idle GPUs drew,
-    adding up to the '(unallocated)' total) and per host (GPU time: mart_host_day has no energy)."""
-    models = rows(con, """
-        SELECT d.gpu_model, any_value(g.gpus) AS gpus, any_value(g.capacity_gpu_hours) AS capacity_gpu_hours,
-               sum(d.gpu_hours) AS unallocated_gpu_hours,
-               sum(d.gpu_hours) / nullif(any_value(g.capacity_gpu_hours), 0) AS share,
-               sum(d.gpu_cost) AS gpu_cost, sum(d.energy_cost) AS energy_cost, sum(d.cost) AS cost
-        FROM mart_daily AS d JOIN mart_gpu_model_month AS g USING (month, gpu_model)
-        WHERE d.month = ? AND d.bucket = 'unallocated'
-        GROUP BY d.gpu_model ORDER BY cost DESC, d.gpu_model""", [month])
+    """Admin only: capacity nobody held, per GPU model (ledger sums: GPU time and the energy
+    idle GPUs drew, the '(unallocated)' row of the project table) and per host (GPU time: each
+    model's unallocated GPU cents and tenths of GPU-hours shared over its hosts by their exact
+    amounts in mart_host_day, so the hosts add up to the models' GPU columns)."""
+    models = rows(con, f"""
+        SELECT l.gpu_model, any_value(g.gpus) AS gpus, any_value(c.capacity_gpu_hours) AS capacity_gpu_hours,
+               sum(l.gpu_hours) AS unallocated_gpu_hours,
+               coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu'), 0) AS gpu_cost,
+               coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'energy'), 0) AS energy_cost,
+               coalesce(sum(l.cost) FILTER (WHERE l.allocation = '{SHARE}'), 0) AS shared_cents,
+               sum(l.cost) AS cents
+        FROM ledger_charges AS l
+        JOIN mart_gpu_model_month AS g USING (month, gpu_model)
+        JOIN (SELECT gpu_model, sum(gpu_hours) AS capacity_gpu_hours FROM ledger_charges
+              WHERE month = ? GROUP BY gpu_model) AS c USING (gpu_model)
+        WHERE l.month = ? AND {NOBODY}
+        GROUP BY l.gpu_model ORDER BY cents DESC, l.gpu_model""", [month, month])
+    for m in models:
+        m["unallocated_gpu_hours"] = m["unallocated_gpu_hours"] or Decimal("0.0")
+        m["share"] = float(m["unallocated_gpu_hours"] / m["capacity_gpu_hours"]) if m["capacity_gpu_hours"] else None
     hosts = rows(con, """
-        SELECT hostname, gpu_model, max(gpus) AS gpus, sum(capacity_gpu_hours) AS capacity_gpu_hours,
-               sum(unallocated_gpu_hours) AS unallocated_gpu_hours,
+        SELECT hostname, gpu_model, max(gpus) AS gpus, sum(capacity_gpu_hours) AS exact_capacity_gpu_hours,
+               sum(unallocated_gpu_hours) AS exact_unallocated_gpu_hours,
                sum(unallocated_gpu_hours) / nullif(sum(capacity_gpu_hours), 0) AS share,
                sum(unallocated_cost) AS unallocated_cost
         FROM mart_host_day WHERE month = ?
-        GROUP BY hostname, gpu_model ORDER BY unallocated_cost DESC, hostname, gpu_model""", [month])
-    _cents(models, "cost", "cents", totals.get("(unallocated)"))
-    _cents(hosts, "unallocated_cost", "cents")
+        GROUP BY hostname, gpu_model ORDER BY hostname, gpu_model""", [month])
+    by_model = {m["gpu_model"]: m for m in models}
+    capacity = {r["gpu_model"]: r["hours"] for r in rows(con, """
+        SELECT gpu_model, sum(gpu_hours) AS hours FROM ledger_charges WHERE month = ? GROUP BY gpu_model""", [month])}
+    for model in {h["gpu_model"] for h in hosts}:
+        mine = [h for h in hosts if h["gpu_model"] == model]
+        m = by_model.get(model, {"gpu_cost": Decimal(0), "unallocated_gpu_hours": Decimal("0.0")})
+        for h, c in zip(mine, money.distribute([_dec(h["unallocated_cost"]) for h in mine], m["gpu_cost"], _places.get())):
+            h["cents"] = c
+        for key, total in (("unallocated_gpu_hours", m["unallocated_gpu_hours"]),
+                           ("capacity_gpu_hours", capacity.get(model, Decimal("0.0")))):
+            exact = [Decimal(repr(h["exact_" + key] or 0.0)) for h in mine]
+            tenths = money.apportion(total, exact, 1) if any(exact) else [Decimal("0.0")] * len(mine)
+            for h, t in zip(mine, tenths):
+                h[key] = t
+    hosts.sort(key=lambda h: (-h["cents"], -h["unallocated_gpu_hours"], h["hostname"], h["gpu_model"]))
     return {"gpu_models": models, "hosts": hosts,
-            "gpu_hours": sum(m["unallocated_gpu_hours"] or 0 for m in models),
-            "cents": sum((m["cents"] for m in models), Decimal("0.00")),
-            "gpu_cents": sum((h["cents"] for h in hosts), Decimal("0.00"))}
+            "gpu_hours": sum((m["unallocated_gpu_hours"] for m in models), Decimal(0)),
+            "cents": sum((m["cents"] for m in models), Decimal(0)),
+            "shared_cents": sum((m["shared_cents"] for m in models), Decimal(0)),
+            "gpu_cents": sum((h["cents"] for h in hosts), Decimal(0))}
 
 
 # --------------------------------------------------------------------------- what to do
