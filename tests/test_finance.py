@@ -30,8 +30,8 @@ CENT = D("0.01")
 T0 = "2026-03-02T00:00Z"  # a Monday in March (UTC fixtures): no month boundary near
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMERIC = {"BilledCost", "ContractedCost", "EffectiveCost", "ListCost", "PricingQuantity", "ConsumedQuantity",
-           "x_Jobs", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_GpuCost", "x_EnergyCost",
-           "x_EnergyKwh", "x_UnroundedCost"}
+           "ContractedUnitPrice", "ListUnitPrice", "x_Jobs", "x_EffectiveComputeDensity", "x_IdleGpuHours",
+           "x_IdleCost", "x_UnroundedCost"}
 # the FOCUS v1.2 mandatory columns, as the issue lists them
 MANDATORY = ["BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
              "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
@@ -215,11 +215,19 @@ def test_focus_columns_and_values(built_db):
     assert first["x_Bucket"] == "project" and first["x_Jobs"] == "1"
     assert first["x_ImageTag"] == "train-yolov8-medium-cu118"
     assert first["x_EffectiveComputeDensity"] == "1.000000"  # util 80 %: every second busy
-    assert first["x_IdleGpuHours"] == "0.000000" and first["x_IdleCost"] == "0.000000000"
-    # p2: 3 rows of 300 s = 0.25 GPU-hours, all idle (util 2 %): idle cost = its whole cost
+    assert first["x_IdleGpuHours"] == "0.000000" and first["x_IdleCost"] == "0.00"
+    assert first["ListUnitPrice"] == first["ContractedUnitPrice"] == "0.060000"  # A100 at 0.06 per GPU-hour
+    assert first["SkuId"] == first["x_GpuModel"] == "A100" and first["SkuPriceId"].startswith("A100 from ")
+    assert first["x_ChargeKind"] == "gpu" and first["x_Allocation"] == "usage"
+    assert json.loads(first["Tags"]) == {"project": "p1", "bucket": "project", "gpu_model": "A100",
+                                         "charge_kind": "gpu", "allocation": "usage"}
+    # p2: 3 rows of 300 s = 0.25 GPU-hours, all idle (util 2 %): idle cost is its whole cost,
+    # exact 0.015; the row bills 0.01 (p2's cent, see the hierarchy) and idle is never more
+    # than the cost it is part of (rounded alone, 0.015 would print 0.02)
     assert p2["PricingQuantity"] == "0.250000"
     assert p2["x_EffectiveComputeDensity"] == "0.000000"
-    assert p2["x_IdleGpuHours"] == "0.250000" and p2["x_IdleCost"] == "0.015000000"
+    assert p2["BilledCost"] == "0.01"
+    assert p2["x_IdleGpuHours"] == "0.250000" and p2["x_IdleCost"] == "0.01"
     assert p2["x_ImageTag"] == "latest"
     assert unallocated["x_Bucket"] == "unallocated" and unallocated["SubAccountId"] == "(unallocated)"
     assert unallocated["ChargeDescription"] == "Unallocated capacity: GPU-hours on T4 held by no job on 2026-03-02"
@@ -240,17 +248,25 @@ def test_unlabeled_jobs_have_their_own_rows(built_db):
     assert rows[1]["ChargeDescription"] == "GPU-hours on A100 for jobs without a project label on 2026-03-02"
 
 
-def test_energy_is_folded_into_the_cost(built_db):
-    """One 5-min row at 0.06/h (0.005) that used 1 kWh (3.6e9 mJ) at 0.21/kWh (0.21):
-    cost 0.215 -> BilledCost 0.22 (half up), the split in x_GpuCost and x_EnergyCost."""
+def test_energy_is_a_charge_row_of_its_own(built_db):
+    """One 5-min row at 0.06/h (0.005) that used 1 kWh (3.6e9 mJ) at 0.21/kWh (0.21): the
+    project's 0.215 bills 0.22 (half up), shared over its two charges by largest remainder:
+    GPU time 0.005 -> 0.01 (remainder 0.5), energy 0.21 exactly. Each row has its own unit
+    and price, so BilledCost is within a cent of ListUnitPrice x PricingQuantity."""
     db = built_db([usage_row(T0, "g1", "j1", energy_mj=3_600_000_000)], jobs=[job_row("j1")],
                   prices=[("A100", "0.06")], energy_prices=["0.21"])
     result, _, rows = export(db, "2026-03")
-    (row,) = rows
-    assert (row["BilledCost"], row["x_GpuCost"], row["x_EnergyCost"], row["x_UnroundedCost"]) == (
-        "0.22", "0.005000000", "0.210000000", "0.215000000")
-    assert row["x_EnergyKwh"] == "1.000000"
-    assert row["ChargeDescription"].endswith("on 2026-03-02 (energy included)")
+    gpu, energy = rows
+    assert [(r["x_ChargeKind"], r["BilledCost"], r["x_UnroundedCost"], r["PricingQuantity"], r["PricingUnit"],
+             r["ListUnitPrice"], r["SkuId"]) for r in rows] == [
+        ("gpu", "0.01", "0.005000000", "0.083333", "GPU-Hours", "0.060000", "A100"),
+        ("energy", "0.21", "0.210000000", "1.000000", "kWh", "0.210000", "Energy"),
+    ]
+    assert energy["x_GpuModel"] == "A100" and energy["SkuPriceId"].startswith("energy from ")
+    assert energy["ChargeDescription"] == "Energy drawn by A100 for project p1 on 2026-03-02"
+    assert energy["x_IdleCost"] == "" and gpu["x_IdleCost"] == "0.00"
+    for row in rows:
+        assert abs(D(row["BilledCost"]) - D(row["ListUnitPrice"]) * D(row["PricingQuantity"])) < CENT
     assert result.total == D("0.22") == cents(db.value("SELECT total_cost FROM mart_cluster_month"))
 
 
@@ -389,9 +405,14 @@ def test_sample_month_has_every_focus_column_and_the_finance_grain(sample_db, sa
     result, header, rows = sample_export
     assert set(MANDATORY) <= set(header)
     daily = sample_db.query("SELECT project, gpu_model, day FROM mart_daily WHERE month = '2026-10'")
-    keys = [(r["SubAccountId"], r["SkuId"], r["x_ChargeDate"]) for r in rows]
-    assert len(keys) == len(set(keys)) == len(daily) == result.rows
-    assert set(keys) == {(d["project"], d["gpu_model"], d["day"].isoformat()) for d in daily}
+    charges = sample_db.value("SELECT count(*) FROM ledger_charges WHERE month = '2026-10'")
+    keys = [(r["SubAccountId"], r["x_GpuModel"], r["x_ChargeDate"], r["x_ChargeKind"], r["SkuPriceId"]) for r in rows]
+    assert len(keys) == len(set(keys)) == charges == result.rows
+    assert {k[:3] for k in keys} == {(d["project"], d["gpu_model"], d["day"].isoformat()) for d in daily}
+    assert {r["x_ChargeKind"] for r in rows} == {"gpu", "energy"}
+    # the A100 price changes on 15 Oct (sample config): two price periods, each billed at its price
+    a100 = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows if r["SkuId"].startswith("NVIDIA A100")}
+    assert len(a100) == 2
     assert {r["x_Bucket"] for r in rows} == {"project", "unlabeled", "unallocated"}
     assert len({r["x_ChargeDate"] for r in rows}) == 31
     assert_cells_are_safe(rows)
@@ -411,7 +432,7 @@ def test_sample_month_adds_up_to_the_cluster_and_each_project(sample_db, sample_
         assert abs(value - exact[project]) < CENT  # never more than a cent from the exact figure
     for row in rows:
         assert abs(D(row["BilledCost"]) - D(row["x_UnroundedCost"])) < CENT
-    hours = sum(D(r["PricingQuantity"]) for r in rows)
+    hours = sum(D(r["PricingQuantity"]) for r in rows if r["x_ChargeKind"] == "gpu")
     assert abs(hours - D(str(month["capacity_gpu_hours"]))) < D("0.000001") * len(rows)
 
 

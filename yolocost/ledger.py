@@ -9,7 +9,7 @@ CSV sum:
 * `ledger_charges`: one row per local day x project bucket x GPU model x charge kind (GPU
   time, energy) x price period x allocation, from mart_charge_daily. `cost` is the row's
   cents: the month's exact total rounded half up, then shared top down with the largest
-  remainder over charge kinds, projects, GPU models, days and price periods
+  remainder over projects, charge kinds, GPU models, days and price periods
   (yolocost.money.allocate_tree), so every row and every group of that tree is within a cent
   of its exact amount and any sum of rows is the same wherever it is taken. `idle_cost`
   (held GPU time under the idle threshold, a part of `cost`), `gpu_hours` and
@@ -124,8 +124,8 @@ class Charge:
 
     @property
     def sort_key(self) -> tuple:
-        return (KIND_ORDER[self.charge_kind], BUCKET_ORDER.get(self.bucket, 9), self.bucket, self.project,
-                self.allocation, self.gpu_model, self.day, self.sku_price_id)
+        return (BUCKET_ORDER.get(self.bucket, 9), self.bucket, self.project, self.allocation,
+                KIND_ORDER[self.charge_kind], self.gpu_model, self.day, self.sku_price_id)
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def round_month(rows: Sequence[Charge], places: int) -> list[Charge]:
     (see the module doc), in ledger order."""
     rows = sorted(rows, key=lambda r: r.sort_key)
     cents = money.allocate_tree([r.exact_cost for r in rows],
-                                [(r.charge_kind, _owner(r), r.gpu_model, r.day, r.sku_price_id) for r in rows], places)
+                                [(_owner(r), r.charge_kind, r.gpu_model, r.day, r.sku_price_id) for r in rows], places)
     path = [(_owner(r), r.gpu_model, r.day, r.sku_price_id) for r in rows]
     gpu = [i for i, r in enumerate(rows) if r.charge_kind == "gpu"]
     held = [i for i in gpu if rows[i].bucket != "unallocated"]
@@ -172,8 +172,24 @@ def round_month(rows: Sequence[Charge], places: int) -> list[Charge]:
     out = [replace(r, cost=c, idle_cost=None, idle_gpu_hours=None, gpu_hours=None) for r, c in zip(rows, cents)]
     for i, h in zip(gpu, hours):
         out[i] = replace(out[i], gpu_hours=h)
+    # idle time is part of the row's time and its cost part of the row's GPU cost: rounded
+    # separately, a fully idle row could show a cent or a tenth more idle than in all
+    idle = _capped(held, idle, [out[i].cost for i in held], rows)
+    idle_hours = _capped(held, idle_hours, [out[i].gpu_hours for i in held], rows)
     for i, c, h in zip(held, idle, idle_hours):
         out[i] = replace(out[i], idle_cost=c, idle_gpu_hours=h)
+    return out
+
+
+def _capped(indices: list[int], parts: list[Decimal], caps: list[Decimal], rows: Sequence[Charge]) -> list[Decimal]:
+    """`parts` kept under `caps` within each owner (money.cap): sums move between an owner's rows."""
+    out = list(parts)
+    owners: dict[tuple, list[int]] = {}
+    for k, i in enumerate(indices):
+        owners.setdefault(_owner(rows[i]), []).append(k)
+    for members in owners.values():
+        for k, v in zip(members, money.cap([parts[k] for k in members], [caps[k] for k in members])):
+            out[k] = v
     return out
 
 
@@ -239,6 +255,8 @@ def job_cents(month: str, charges: Sequence[Charge], jobs: Sequence[tuple], plac
         idle_c = money.distribute([j[5] or zero for j in members], idle, places)
         hours_t = money.distribute([_hours(j[6]) for j in members], hours, HOUR_PLACES)
         idle_t = money.distribute([_hours(j[7]) for j in members], idle_hours, HOUR_PLACES)
+        idle_c = money.cap(idle_c, gpu_c)
+        idle_t = money.cap(idle_t, hours_t)
         for j, g, e, i, h, ih in zip(members, gpu_c, energy_c, idle_c, hours_t, idle_t):
             out.append(JobCents(month, j[0], j[1], j[2], g, e, g + e, i, h, ih))
     return out

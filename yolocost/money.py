@@ -240,3 +240,25 @@ def apportion(total: Decimal | int, weights: Sequence[Decimal | int], places: in
     for i in order[:units - sum(floors)]:
         floors[i] += 1
     return [_cents_value(c, places) for c in floors]
+
+
+def cap(parts: Sequence[Decimal], caps: Sequence[Decimal]) -> list[Decimal]:
+    """Keep each rounded part at or under its cap (a part of a figure never exceeds the
+    figure, e.g. idle cost and the cost it is part of, rounded separately): what a part has
+    over its cap moves, cent by cent, to the parts with the most room left (ties: earlier
+    first); it is dropped only when no part has room. Sums are kept whenever they can be."""
+    out = list(parts)
+    excess = Decimal(0)
+    for i, (part, limit) in enumerate(zip(out, caps)):
+        if part > limit:
+            excess += part - limit
+            out[i] = limit
+    if excess:
+        for i in sorted(range(len(out)), key=lambda i: (-(caps[i] - out[i]), i)):
+            room = caps[i] - out[i]
+            if room <= 0 or not excess:
+                break
+            moved = min(room, excess)
+            out[i] += moved
+            excess -= moved
+    return out
