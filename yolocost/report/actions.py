@@ -69,8 +69,9 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
                     "detail": f"{parts}. Use purpose-yoloversion-optimization-cuda tags so every run can be traced."})
     out += _density(report["density"], cents, cash)
     out += _value(report["leaderboard"], cents, cash, currency, places)
-    if project is None and report.get("unallocated") and report["unallocated"]["hosts"]:
-        out.append(_unallocated(report["unallocated"], cents, cash))
+    un = report.get("unallocated") if project is None else None
+    if un and un["hosts"] and cents(un["cents"]) > 0:
+        out.append(_unallocated(un, cents, cash))
     # largest amount first; equal amounts keep the order above
     return sorted(out, key=lambda a: -a["amount"])
 
