@@ -136,3 +136,25 @@ def test_default_and_mig_prices_are_named_and_unused_ones_listed_for_admins(buil
     assert by[("H100", "")]["price"] == "4.0125" and by[("H100", "")]["cents"] == Decimal("0.00")  # not used
     assert admin["cents"] == sum(r["cents"] for r in admin["gpu"]) and not admin["energy_priced"]
     assert {(r["gpu_model"], r["priced_as"]) for r in p2["gpu"]} == {("A100", "A100 3g.40gb"), ("T4", "default (*)")}
+
+
+def test_a_projects_share_of_unallocated_capacity_is_its_own_row(built_db):
+    from builders import job_row, usage_run
+
+    usage = (usage_run("2026-03-02T00:00Z", 6, "g1", "j1")  # half an hour held by p1
+             + usage_run("2026-03-02T00:30Z", 6, "g1", None))  # half an hour nobody held
+    built = built_db(usage, jobs=[job_row("j1")], energy_prices=["0.20"], allocation={"unallocated": "proportional"})
+    con = duckdb.connect(str(built.path), read_only=True)
+    try:
+        card = ratecard.rate_card(con, "2026-03", "p1", "USD")
+        total = con.execute("SELECT sum(cost) FROM ledger_charges WHERE month = '2026-03' AND bucket = 'project' "
+                            "AND project = 'p1'").fetchone()[0]
+    finally:
+        con.close()
+    assert card["shares"]
+    # one GPU-hour at 2.93: half of it (1.465) used, half shared to p1, a cent apart by largest remainder
+    assert [(r["allocation"], r["gpu_hours"]) for r in card["gpu"]] == [("usage", Decimal("0.5")),
+                                                                       ("unallocated share", Decimal("0.5"))]
+    assert sorted(r["cents"] for r in card["gpu"]) == [Decimal("1.46"), Decimal("1.47")]
+    assert {r["allocation"] for r in card["energy"]} == {"usage", "unallocated share"}
+    assert card["cents"] == total == Decimal("2.93") + card["energy_cents"]

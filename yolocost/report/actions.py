@@ -137,7 +137,7 @@ def _unallocated(un: dict, cents, cash) -> dict:
         other = (f" (the most hours: {most_hours['hostname']}, {most_hours['unallocated_gpu_hours']:,.1f} "
                  f"GPU-hours, {cash(most_hours['cents'])})")
     return {"section": "unallocated", "amount": cents(un["cents"]),
-            "basis": "cost of the capacity nobody held (GPU time and energy)",
+            "basis": "cost of the capacity nobody held, GPU time and energy",
             "title": "Use or give back idle capacity",
             "detail": f"{un['gpu_hours']:,.1f} GPU-hours unallocated. The host with the largest unallocated cost is "
                       f"{host['hostname']} ({host['gpu_model']}): {cash(host['cents'])} of GPU time, "

@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from .. import money
+from .. import ledger, money
 
 DEFAULT_KEY = "*"
 
@@ -52,18 +52,20 @@ def _periods(con, sql: str, first: dt.date, last: dt.date) -> dict[str, dict]:
 def _billed(con, month: str, kind: str, project: str | None) -> list[dict[str, Any]]:
     where, params = ("", []) if project is None else (" AND bucket = 'project' AND project = ?", [project])
     cur = con.execute(f"""
-        SELECT sku_price_id, {'gpu_model' if kind == 'gpu' else "''"} AS gpu_model, any_value(unit_price),
-               sum(quantity), sum(cost), sum(gpu_hours)
+        SELECT sku_price_id, {'gpu_model' if kind == 'gpu' else "''"} AS gpu_model, allocation,
+               any_value(unit_price), sum(quantity), sum(cost), sum(gpu_hours)
         FROM ledger_charges WHERE month = ? AND charge_kind = ?{where}
         GROUP BY ALL ORDER BY ALL""", [month, kind, *params])
-    return [dict(zip(("sku_price_id", "gpu_model", "unit_price", "quantity", "cost", "gpu_hours"), r))
-            for r in cur.fetchall()]
+    names = ("sku_price_id", "gpu_model", "allocation", "unit_price", "quantity", "cost", "gpu_hours")
+    return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
 def rate_card(con: duckdb.DuckDBPyConnection, month: str, project: str | None, currency: str) -> dict:
     """Per price period in effect during `month`: its dates, unit price and the GPU-hours
-    (or kWh) and cents billed at it for the audience. The admins see every price period of
-    the month, billed or not; a project only those it was billed at."""
+    (or kWh) and cents billed at it for the audience, a project's own use and its share of
+    unallocated capacity ([allocation] unallocated = "proportional") on separate rows. The
+    admins see every price period of the month, billed or not; a project only those it was
+    billed at."""
     places = money.minor_unit(currency)
     zero_cents = money.round_cents(Decimal(0), places)
     first, last = _month_days(month)
@@ -79,7 +81,7 @@ def rate_card(con: duckdb.DuckDBPyConnection, month: str, project: str | None, c
         period = period or {"price_key": sku.rsplit(" from ", 1)[0], "effective_from": None, "until": None,
                             "unit_price": Decimal(billed["unit_price"]), "from": "", "to": ""}
         key = period["price_key"]
-        out = dict(period, sku_price_id=sku,
+        out = dict(period, sku_price_id=sku, allocation=(billed or {}).get("allocation") or ledger.USAGE,
                    gpu_model=(billed or {}).get("gpu_model") or (key if key not in (None, DEFAULT_KEY) else ""),
                    price=price_text(period["unit_price"], places),
                    quantity=Decimal(billed["quantity"]) if billed else Decimal(0),
@@ -94,7 +96,8 @@ def rate_card(con: duckdb.DuckDBPyConnection, month: str, project: str | None, c
         if project is None:  # the admins' card lists every price of the month, billed or not
             seen = {b["sku_price_id"] for b in billed}
             found += [row(p, None, sku) for sku, p in periods.items() if sku not in seen]
-        return sorted(found, key=lambda r: (r["gpu_model"], r["priced_as"], r["effective_from"] or first))
+        return sorted(found, key=lambda r: (r["gpu_model"], r["priced_as"], r["effective_from"] or first,
+                                            r["allocation"] != ledger.USAGE))
 
     gpu = rows("gpu", gpu_periods)
     energy = rows("energy", energy_periods)
@@ -107,5 +110,6 @@ def rate_card(con: duckdb.DuckDBPyConnection, month: str, project: str | None, c
         "energy_kwh": sum((r["quantity"] for r in energy), Decimal(0)),
         "energy_cents": energy_cents,
         "energy_priced": bool(energy_periods),
+        "shares": any(r["allocation"] != ledger.USAGE for r in gpu + energy),
         "cents": gpu_cents + energy_cents,
     }
