@@ -86,8 +86,10 @@ def test_a_project_rate_card_has_only_its_own_rows(con, sample_db):
     projects = data.month_projects(con, MONTH)
     assert len(projects) >= 5
     for project in projects:
-        card = _collect(con, sample_db.config, project)["rate_card"]
+        report = _collect(con, sample_db.config, project)
+        card = report["rate_card"]
         total, gpu, energy, hours, kwh = _ledger(con, project)[0]
+        assert card["cents"] == report["headline"]["current"]["billed_cents"]  # the report's total
         assert (card["cents"], card["gpu_cents"], card["energy_cents"]) == (total, gpu, energy)
         assert card["gpu_hours"] == hours and card["energy_kwh"] == kwh
         assert sum(r["cents"] for r in card["gpu"] + card["energy"]) == total
@@ -138,7 +140,7 @@ def test_default_and_mig_prices_are_named_and_unused_ones_listed_for_admins(buil
     assert {(r["gpu_model"], r["priced_as"]) for r in p2["gpu"]} == {("A100", "A100 3g.40gb"), ("T4", "default (*)")}
 
 
-def test_a_projects_share_of_unallocated_capacity_is_its_own_row(built_db):
+def test_a_projects_share_of_unallocated_capacity_is_its_own_row(built_db, tmp_path):
     from builders import job_row, usage_run
 
     usage = (usage_run("2026-03-02T00:00Z", 6, "g1", "j1")  # half an hour held by p1
@@ -158,3 +160,8 @@ def test_a_projects_share_of_unallocated_capacity_is_its_own_row(built_db):
     assert sorted(r["cents"] for r in card["gpu"]) == [Decimal("1.46"), Decimal("1.47")]
     assert {r["allocation"] for r in card["energy"]} == {"usage", "unallocated share"}
     assert card["cents"] == total == Decimal("2.93") + card["energy_cents"]
+    config = dataclasses.replace(built.config, report_dir=tmp_path / "reports")
+    page = render_reports(config, "2026-03", ["project:p1"], ["html"]).files[0].read_text(encoding="utf-8")
+    section = re.search(r'<section id="rate_card">(.*?)</section>', page, re.S).group(1)
+    assert section.count('<td class="l">unallocated share</td>') == 2  # GPU time and energy
+    assert f"<strong>{card['cents']:,.2f} USD</strong>, what the project is billed" in section
