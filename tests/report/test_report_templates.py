@@ -33,7 +33,7 @@ def test_overriding_one_section_changes_that_section_only(sample_db, tmp_path):
     custom = _render(sample_db.config, tmp_path, "custom", templates=mine)
 
     a, b = _sections(shipped), _sections(custom)
-    assert list(a) == list(b) and "idle_waste" in a and len(a) == 13
+    assert list(a) == list(b) and "idle_waste" in a and len(a) == 14
     assert "Idle time, our way" in b["idle_waste"] and "Idle time, our way" not in shipped
     assert re.search(r"15 jobs, first job-\d{6}", b["idle_waste"])
     assert "Jobs with the most idle waste" in a["idle_waste"] and "Jobs with the most idle waste" not in custom
@@ -60,7 +60,7 @@ def test_shipped_templates_are_a_layout_and_one_partial_per_section():
     assert (templates / "report.html").is_file() and (templates / "summary.html").is_file()
     names = {p.stem for p in (templates / "sections").glob("*.html")}
     assert names == {"headline", "actions", "daily", "projects", "users", "gpu_models", "image_tags", "density",
-                     "idle_waste", "leaderboard", "breakers", "tag_violations", "unallocated"}
+                     "idle_waste", "leaderboard", "breakers", "tag_violations", "unallocated", "rate_card"}
 
 
 def test_a_broken_override_is_one_line_naming_its_file_and_line(sample_db, tmp_path):

@@ -44,6 +44,7 @@ ADMIN_SECTIONS = (
     ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
     ("leaderboard", "Value leaderboard"), ("breakers", "Breaker candidates"),
     ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
+    ("rate_card", "Prices"),
 )
 PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated"))
 

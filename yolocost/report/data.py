@@ -26,6 +26,8 @@ import duckdb
 
 from .. import finance, money
 from ..errors import YolocostError
+from . import ratecard
+from .actions import actions
 
 MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 TOP = 15  # rows in ranking tables (idle waste, violations); the charts show the same rows
@@ -575,59 +577,6 @@ def unallocated(con, month: str, totals: dict[str, Decimal]) -> dict:
             "gpu_cents": sum((h["cents"] for h in hosts), Decimal(0))}
 
 
-# --------------------------------------------------------------------------- what to do
-
-
-def actions(report: dict, project: str | None, currency: str) -> list[dict]:
-    """A short list of things to do, each derived from the figures of the other sections."""
-    places = money.minor_unit(currency)
-
-    def cash(value) -> str:
-        return f"{money.round_cents(_dec(value), places):,.{places}f} {currency}"
-
-    out = []
-    jobs = report["idle_waste"]["jobs"][:3]
-    if jobs:
-        names = "; ".join(
-            f"{j['job_id']} ({j['user_name']}{'' if project else ', ' + j['project']}): "
-            f"{j['idle_gpu_hours']:,.1f} idle GPU-hours, {cash(j['idle_cost'])}" for j in jobs)
-        out.append({"title": f"Look at the {len(jobs)} job{'s' if len(jobs) > 1 else ''} with the most idle waste",
-                    "detail": names + ". Check their data loading, or release GPUs the job does not use."})
-    br = report["breakers"]
-    if br["rows"]:
-        top = br["rows"][0]
-        out.append({"title": f"Pause stalled runs: {cash(br['cents'])} would have been saved",
-                    "detail": f"{len(br['rows'])} stretch(es) in {br['jobs']} job(s) ran under the breaker "
-                              f"utilization with no loss improvement ({br['gpu_hours']:,.1f} GPU-hours); the largest "
-                              f"is {top['job_id']} ({top['user_name']}), {top['stretch_hours']:,.1f} h from "
-                              f"{top['start']}. An automatic pause (early stopping) would stop them."})
-    tv = report["tag_violations"]
-    if tv["by_status"]:
-        parts = ", ".join(f"{s['status']}: {s['jobs']} job(s), {cash(s['cents'])}" for s in tv["by_status"])
-        out.append({"title": f"Retag images: {cash(tv['cents'])} ran on images that break the tag policy",
-                    "detail": f"{parts}. Use purpose-yoloversion-optimization-cuda tags so every run can be traced."})
-    dens = report["density"]
-    if dens["low_jobs"]:
-        out.append({"title": f"Raise density: {dens['low_jobs']} job(s) were busy less than half the time",
-                    "detail": f"They held {dens['low_gpu_hours']:,.1f} GPU-hours ({cash(dens['low_cost'])}). "
-                              "Larger batches, more data-loader workers or a smaller GPU (or a MIG slice) fit them better."})
-    board = [r for r in report["leaderboard"] if r["cost_per_map50_point"] is not None]
-    if len(board) >= 2:
-        best, worst = board[0], board[-1]
-        out.append({"title": f"Prefer {best['model_type']} on {best['image_tag']} for value",
-                    "detail": f"{best['cost_per_map50_point']:,.{places}f} {currency} per mAP50 point against "
-                              f"{worst['cost_per_map50_point']:,.{places}f} {currency} for {worst['model_type']} on "
-                              f"{worst['image_tag']}."})
-    if project is None and report.get("unallocated") and report["unallocated"]["hosts"]:
-        un = report["unallocated"]
-        host = un["hosts"][0]
-        out.append({"title": f"Use or give back idle capacity: {cash(un['cents'])} of GPUs nobody held",
-                    "detail": f"{un['gpu_hours']:,.1f} GPU-hours unallocated; the most on {host['hostname']} "
-                              f"({host['gpu_model']}, {host['unallocated_gpu_hours']:,.1f} GPU-hours, "
-                              f"{(host['share'] or 0) * 100:.0f} % of its capacity). Shrink the pool or lend it out."})
-    return out
-
-
 # --------------------------------------------------------------------------- all of it
 
 
@@ -658,5 +607,6 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
     if project is None:
         report["projects"] = projects(con, month, totals)
         report["unallocated"] = unallocated(con, month, totals)
+    report["rate_card"] = ratecard.rate_card(con, month, project, currency)
     report["actions"] = actions(report, project, currency)
     return report

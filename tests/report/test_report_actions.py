@@ -1,0 +1,156 @@
+"""What to do: every action carries the money it is about, that money is the figure of the
+section it comes from, and the list is ranked by it."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+from decimal import ROUND_HALF_UP, Decimal
+
+import duckdb
+import pytest
+from builders import intervals, job_row, result_row, usage_run
+from conftest import MONTH
+
+from yolocost import db
+from yolocost.report import data, render_reports
+
+CENT = Decimal("0.01")
+
+
+@pytest.fixture(scope="module")
+def con(sample_db):
+    connection = db.connect(sample_db.path, read_only=True)  # as the reports open it: both may be open at once
+    yield connection
+    connection.close()
+
+
+def _collect(con, config, project, month=MONTH):
+    return data.collect(con, month, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                        currency=config.currency)
+
+
+def _printed(value) -> Decimal:
+    """A figure as the section prints it (the templates' money filter: half up to the cent)."""
+    return Decimal(value).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _section_figure(report: dict, action: dict) -> Decimal:
+    """The amount each action must carry, computed from its section's data."""
+    section = action["section"]
+    if section == "idle_waste":
+        return sum(_printed(j["idle_cost"]) for j in report["idle_waste"]["jobs"][:3])
+    if section == "density":  # the bands under 50 %
+        return sum(b["cents"] for b in report["density"]["bins"] if int(b["label"].split("–")[0]) < 50)
+    if section == "leaderboard":  # the runs of the configuration it names, at their printed mean cost
+        named = [r for r in report["leaderboard"]
+                 if f"of {r['model_type']} on {r['image_tag']} at" in action["basis"]]
+        assert len(named) == 1, action["basis"]
+        return named[0]["runs"] * _printed(named[0]["mean_cost_per_run"])
+    return report[section]["cents"]  # breakers, tag_violations, unallocated: the section's total
+
+
+def _check(report: dict) -> list[dict]:
+    got = report["actions"]
+    amounts = [a["amount"] for a in got]
+    assert amounts == sorted(amounts, reverse=True)
+    for a in got:
+        assert isinstance(a["amount"], Decimal) and a["amount"] == a["amount"].quantize(CENT)
+        assert a["amount"] == _section_figure(report, a), a["section"]
+        assert a["basis"] and a["title"] and a["detail"]
+    return got
+
+
+def test_admin_actions_are_ranked_by_the_money_of_their_sections(con, sample_db):
+    report = _collect(con, sample_db.config, None)
+    got = _check(report)
+    assert {a["section"] for a in got} == {"idle_waste", "breakers", "tag_violations", "density", "leaderboard",
+                                           "unallocated"}
+    idle = next(a for a in got if a["section"] == "idle_waste")
+    assert idle["basis"] == "idle cost of the 3 jobs"
+    top = con.execute("SELECT job_id FROM mart_job_month WHERE month = ? ORDER BY idle_cost DESC, job_id LIMIT 3",
+                      [MONTH]).fetchall()
+    assert all(job in idle["detail"] for (job,) in top)
+    assert next(a for a in got if a["section"] == "breakers")["basis"] == "cost a breaker would have saved"
+    # the host named is the one with the largest unallocated cost, with its hours
+    un = next(a for a in got if a["section"] == "unallocated")
+    hosts = report["unallocated"]["hosts"]
+    host = max(hosts, key=lambda h: h["cents"])
+    assert f"largest unallocated cost is {host['hostname']}" in un["detail"]
+    assert f"{host['cents']:,.2f} USD of GPU time, {host['unallocated_gpu_hours']:,.1f} GPU-hours" in un["detail"]
+    # the sample's configurations with 3 runs or more are compared, and no caveat is needed
+    value = next(a for a in got if a["section"] == "leaderboard")
+    assert "based on" not in value["title"] and "at least 3 runs are compared" in value["detail"]
+
+
+def test_project_actions_are_ranked_and_their_own(con, sample_db):
+    for project in data.month_projects(con, MONTH):
+        got = _check(_collect(con, sample_db.config, project))
+        assert got and "unallocated" not in {a["section"] for a in got}
+
+
+def test_the_page_lists_each_amount_with_its_basis_in_order(con, sample_db, tmp_path):
+    config = dataclasses.replace(sample_db.config, report_dir=tmp_path)
+    page = render_reports(config, MONTH, ["admin"], ["html"]).files[0].read_text(encoding="utf-8")
+    report = _collect(con, sample_db.config, None)
+    section = html.unescape(re.search(r'<section id="actions">(.*?)</section>', page, re.S).group(1))
+    items = re.findall(r"<li>(.*?)</li>", section, re.S)
+    assert len(items) == len(report["actions"])
+    for item, a in zip(items, report["actions"]):
+        assert f'<span class="amount">{a["amount"]:,.2f} USD</span>' in item
+        assert f"({a['basis']}; see" in item and f'href="#{a["section"]}"' in item
+
+
+def _run(job: str, start: int, hours: int, model: str, tag: str) -> tuple[list, dict]:
+    """One finished job on its own GPU: `hours` hours from 2026-03-02 00:00 UTC + `start` hours."""
+    t0 = intervals("2026-03-02T00:00Z", start * 12 + 1)[-1]
+    end = intervals(t0, hours * 12 + 1)[-1]
+    return (usage_run(t0, hours * 12, f"g-{job}", job),
+            job_row(job, model_type=model, image_tag=tag, start=t0, end=end))
+
+
+def _board_db(built_db, runs: list[tuple[str, str, int, float]]):
+    """Jobs of model configurations: (model, tag, number of runs, mAP50), each run 1 GPU-hour."""
+    usage, jobs, results = [], [], []
+    n = 0
+    for model, tag, count, map50 in runs:
+        for _ in range(count):
+            n += 1
+            rows, job = _run(f"j{n:02d}", n, 1, model, tag)
+            usage += rows
+            jobs.append(job)
+            results.append(result_row(job["job_id"], map50, map50 / 2))
+    return built_db(usage, jobs=jobs, results=results)
+
+
+def _value_action(built) -> tuple[dict, dict]:
+    con = duckdb.connect(str(built.path), read_only=True)
+    try:
+        report = _collect(con, built.config, None, "2026-03")
+    finally:
+        con.close()
+    _check(report)
+    return next(a for a in report["actions"] if a["section"] == "leaderboard"), report
+
+
+def test_a_value_tip_resting_on_one_run_says_so(built_db):
+    built = _board_db(built_db, [("yolov8n", "train-yolov8-nano-cu118", 1, 0.8),
+                              ("yolov8m", "train-yolov8-medium-cu118", 2, 0.4)])
+    action, report = _value_action(built)
+    assert action["title"] == "Prefer yolov8n on train-yolov8-nano-cu118 for value (based on 1 run)"
+    assert "1 run of yolov8n on train-yolov8-nano-cu118 and 2 runs of yolov8m" in action["detail"]
+    # the money: the dearer configuration's 2 runs of 1 GPU-hour at the default A100 price
+    assert action["amount"] == 2 * Decimal("2.93")
+    assert action["basis"] == "cost of the 2 runs of yolov8m on train-yolov8-medium-cu118 at 2.93 USD per run"
+
+
+def test_configurations_with_three_runs_are_compared_first(built_db):
+    built = _board_db(built_db, [("yolov8n", "train-yolov8-nano-cu118", 1, 0.9),
+                              ("yolov8s", "train-yolov8-small-cu118", 3, 0.6),
+                              ("yolov8m", "train-yolov8-medium-cu118", 3, 0.3)])
+    action, report = _value_action(built)
+    assert report["leaderboard"][0]["model_type"] == "yolov8n"  # the cheapest point rests on 1 run
+    assert action["title"] == "Prefer yolov8s on train-yolov8-small-cu118 for value"
+    assert "at least 3 runs are compared (1 with fewer left out)" in action["detail"]
+    assert action["amount"] == 3 * Decimal("2.93")
