@@ -500,7 +500,10 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
     for r in found:
         r["start"], r["end"] = _local(r.pop("stretch_start"), tz), _local(r.pop("stretch_end"), tz)
     _cents(found, "cost", "cents")
-    return {"rows": found, "gpu_hours": sum(r["gpu_hours"] or 0 for r in found),
+    # GPU-hours to the tenth the same way, so the stretches add up to the printed total
+    for r, tenths in zip(found, money.to_cents([Decimal(repr(r["gpu_hours"] or 0.0)) for r in found], 1)):
+        r["gpu_hours"] = tenths
+    return {"rows": found, "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
             "cents": sum((r["cents"] for r in found), Decimal("0.00")), "jobs": len({r["job_id"] for r in found})}
 
 
