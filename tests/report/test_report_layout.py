@@ -274,12 +274,10 @@ def test_the_leaderboard_says_what_bubble_size_means_in_html_and_pdf(rendered):
 @pytest.fixture(scope="module")
 def figures(sample_db):
     """Every audience's figures of the sample month, as charts.build makes them for both formats."""
-    from yolocost.report import data as report_data
-
     config = sample_db.config
     con = duckdb.connect(str(sample_db.path), read_only=True)
     try:
-        projects = report_data.month_projects(con, MONTH)
+        projects = data.month_projects(con, MONTH)
         out = {}
         for project in [None, *projects]:
             report = data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
