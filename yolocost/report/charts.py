@@ -9,6 +9,8 @@ project called `<script>` is text in the SVG, not markup). No MathJax, no web fo
 from __future__ import annotations
 
 import html
+import math
+from decimal import Decimal
 from typing import Any, Iterable
 
 import plotly.graph_objects as go
@@ -55,6 +57,11 @@ def _layout(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
     return fig
 
 
+def _money(currency: str, what: str = "Cost") -> dict:
+    """An axis that shows money: its title names the currency."""
+    return {"title_text": f"{what} ({esc(currency)})"}
+
+
 def _hbar_height(n: int) -> int:
     return max(220, min(MAX_BARS, n) * 24 + 90)
 
@@ -79,9 +86,11 @@ def daily(section: dict, currency: str, colors: dict[str, str] | None = None) ->
                     marker_color=BUCKET_COLORS.get(bucket, colors.get(name)),
                     hovertemplate=f"%{{x|%a %d %b}}<br>{esc_in_template(name)}: %{{y:,.2f}} {currency}<extra></extra>")
     _layout(fig, f"Cost per day by {section['series_label']} ({currency})", 380, barmode="stack")
-    # the whole month, a tick a week, whatever days had usage
-    fig.update_xaxes(type="date", tickformat="%d %b", dtick=7 * DAY_MS, tick0=section["first_day"],
-                     range=[section["first_day"], section["next_month"]])
+    # the whole month, a tick a week, whatever days had usage; the ticks at noon, under their
+    # day's bar, so the first label stays clear of the y axis's 0 in the corner
+    fig.update_xaxes(type="date", tickformat="%d %b", dtick=7 * DAY_MS, tick0=f"{section['first_day']} 12:00",
+                     range=[section["first_day"], section["next_month"]], ticks="outside", ticklen=4)
+    fig.update_yaxes(**_money(currency))
     return fig
 
 
@@ -102,7 +111,8 @@ def projects(found: list[dict], currency: str) -> go.Figure | None:
         hovertemplate=(f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
                        "%{customdata[1]:.1f} % of the total<extra></extra>"),
     ))
-    return _layout(fig, f"Cost by project ({currency})", _hbar_height(len(items)), showlegend=False)
+    _layout(fig, f"Cost by project ({currency})", _hbar_height(len(items)), showlegend=False)
+    return fig.update_xaxes(**_money(currency))
 
 
 def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go.Figure | None:
@@ -122,7 +132,8 @@ def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
     ))
     title = f"Cost by user ({currency})" + (f", top {MAX_BARS}" if len(found) > MAX_BARS else "")
-    return _layout(fig, title, _hbar_height(len(items)), showlegend=False)
+    _layout(fig, title, _hbar_height(len(items)), showlegend=False)
+    return fig.update_xaxes(**_money(currency))
 
 
 def gpu_models(found: list[dict], currency: str, admin: bool) -> go.Figure | None:
@@ -138,11 +149,13 @@ def gpu_models(found: list[dict], currency: str, admin: bool) -> go.Figure | Non
                     hovertemplate=f"%{{x}}<br>unallocated: %{{y:,.2f}} {currency}<extra></extra>")
         fig.add_bar(x=names, y=[_f(r["energy_cost"]) for r in found], name="energy",
                     marker_color=PALETTE[1], hovertemplate=f"%{{x}}<br>energy: %{{y:,.2f}} {currency}<extra></extra>")
-        return _layout(fig, f"Cost by GPU model ({currency})", 340, barmode="stack")
+        _layout(fig, f"Cost by GPU model ({currency})", 340, barmode="stack")
+        return fig.update_yaxes(**_money(currency))
     fig.add_bar(x=names, y=[_f(r["cents"]) for r in found], marker_color=PALETTE[0],
                 customdata=[_f(r["gpu_hours"]) for r in found],
                 hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata:,.1f}} GPU-hours<extra></extra>")
-    return _layout(fig, f"Cost by GPU model ({currency})", 320, showlegend=False)
+    _layout(fig, f"Cost by GPU model ({currency})", 320, showlegend=False)
+    return fig.update_yaxes(**_money(currency))
 
 
 def image_tags(section: dict, currency: str) -> go.Figure | None:
@@ -160,7 +173,8 @@ def image_tags(section: dict, currency: str) -> go.Figure | None:
                                    "%{customdata[1]} jobs<extra>" + esc(status) + "</extra>"))
     fig.update_yaxes(categoryorder="array", categoryarray=[esc(r["image_tag"]) for r in items])
     title = f"Cost by image tag ({currency})" + (f", top {len(top)}" if section["other"] else "")
-    return _layout(fig, title, _hbar_height(len(items)), barmode="stack")
+    _layout(fig, title, _hbar_height(len(items)), barmode="stack")
+    return fig.update_xaxes(**_money(currency))
 
 
 def density(section: dict) -> go.Figure | None:
@@ -191,7 +205,29 @@ def idle_waste(section: dict, currency: str, admin: bool) -> go.Figure | None:
         hovertemplate=f"%{{y}} (%{{customdata[1]}}): %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.2f}} idle "
                       "GPU-hours<extra></extra>",
     ))
-    return _layout(fig, f"Jobs with the most idle waste ({currency})", _hbar_height(len(items)), showlegend=False)
+    _layout(fig, f"Jobs with the most idle waste ({currency})", _hbar_height(len(items)), showlegend=False)
+    return fig.update_xaxes(**_money(currency, "Idle cost"))
+
+
+LOG_STEPS = ((Decimal(1), Decimal(2), Decimal(5)),
+             (Decimal(1), Decimal("1.5"), Decimal(2), Decimal(3), Decimal(5), Decimal(7)))
+LOG_PAD = 0.06  # decades of room on either side of the points
+
+
+def log_ticks(values: list[float]) -> tuple[list[float], list[float], list[str]]:
+    """Range (in decades), tick values and tick labels of a log axis over positive values:
+    steps of 1-2-5 (1-1.5-2-3-5-7 over a short span, decades only over a long one), each
+    labelled with its value, instead of plotly's unlabelled "2 3 4 ... 9" minor ticks."""
+    low, high = math.log10(min(values)) - LOG_PAD, math.log10(max(values)) + LOG_PAD
+    ticks: list[Decimal] = []
+    for steps in ((Decimal(1),), *LOG_STEPS):
+        candidates = [m * Decimal(10) ** e for e in range(math.floor(low), math.ceil(high) + 1) for m in steps]
+        found = [t for t in candidates if low <= math.log10(t) <= high]
+        if len(found) <= 10:
+            ticks = found
+        if len(found) >= 4:
+            break
+    return [low, high], [float(t) for t in ticks], [f"{t.normalize():,f}" for t in ticks]
 
 
 def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
@@ -211,10 +247,16 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
             hovertemplate=(esc_in_template(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
                            f"%{{x:,.2f}} {currency} per run, %{{customdata[2]:,.2f}} {currency} per mAP point"
                            "<extra></extra>"))
-    _layout(fig, "Value: mAP50 against cost per run", 380,
+    _layout(fig, "Value: mAP50 against cost per run (bubble size: number of runs)", 380,
             legend={"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})
-    fig.update_xaxes(title_text=f"mean cost per run ({currency})", type="log")
-    fig.update_yaxes(title_text="mean mAP50")
+    costs = [_f(r["mean_cost_per_run"]) for r in points]
+    if min(costs) > 0 and max(costs) / min(costs) >= 3:  # a log axis pays off over a wide spread only
+        span, values, labels = log_ticks(costs)
+        fig.update_xaxes(title_text=f"Mean cost per run ({esc(currency)}, log scale)", type="log", range=span,
+                         tickmode="array", tickvals=values, ticktext=labels)
+    else:
+        fig.update_xaxes(**_money(currency, "Mean cost per run"))
+    fig.update_yaxes(title_text="Mean mAP50")
     return fig
 
 
@@ -230,7 +272,8 @@ def breakers(section: dict, currency: str) -> go.Figure | None:
         hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency} saved<br>%{{customdata[0]:,.1f}} h stalled, "
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
     ))
-    return _layout(fig, f"What a pause would have saved ({currency})", _hbar_height(len(items)), showlegend=False)
+    _layout(fig, f"What a pause would have saved ({currency})", _hbar_height(len(items)), showlegend=False)
+    return fig.update_xaxes(**_money(currency, "Would have saved"))
 
 
 def tag_violations(section: dict, currency: str) -> go.Figure | None:
@@ -243,7 +286,8 @@ def tag_violations(section: dict, currency: str) -> go.Figure | None:
         customdata=[s["jobs"] for s in found],
         hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}, %{{customdata}} jobs<extra></extra>",
     ))
-    return _layout(fig, f"Spend on images that break the tag policy ({currency})", 300, showlegend=False)
+    _layout(fig, f"Spend on images that break the tag policy ({currency})", 300, showlegend=False)
+    return fig.update_yaxes(**_money(currency, "Spend"))
 
 
 def unallocated(section: dict) -> go.Figure | None:
