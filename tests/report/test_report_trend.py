@@ -149,8 +149,7 @@ def test_headline_shows_the_change_against_a_whole_previous_month(whole_months, 
 # --------------------------------------------------------------------------- the trend
 
 
-@pytest.fixture
-def three_months(built_db):
+def three_months_usage() -> tuple[list[dict], list[dict]]:
     """August and September whole, October two days; two projects, idle, unlabeled and
     unallocated time. Figures per month, by hand:
 
@@ -164,6 +163,12 @@ def three_months(built_db):
     jobs = [job_row("a1", project="p1"), job_row("a2", project="p2", user="bob"), job_row("s1", project="p1"),
             job_row("s2", project=None, user="carol"), job_row("o1", project="p2", user="bob"),
             job_row("o2", project="p1")]
+    return usage, jobs
+
+
+@pytest.fixture
+def three_months(built_db):
+    usage, jobs = three_months_usage()
     return built_db(usage, jobs=jobs, ingest={"grain_seconds": HOUR})
 
 
@@ -176,7 +181,8 @@ PROJECTS = {  # project: month: (GPU-hours, busy hours, idle hours)
 
 
 def test_admin_trend_is_each_months_figures(three_months):
-    rows = collect(three_months, MONTH, None)["trend"]["rows"]
+    report = collect(three_months, MONTH, None)
+    rows = report["trend"]["rows"]
     assert [r["month"] for r in rows] == ["2026-08", "2026-09", "2026-10"]
     for r in rows:
         held, busy, idle, unallocated = CLUSTER[r["month"]]
@@ -190,11 +196,17 @@ def test_admin_trend_is_each_months_figures(three_months):
         assert [r["cents"] for r in rows] == [finance.total_cents(con, r["month"]) for r in rows]
     finally:
         con.close()
+    cards = {c["key"]: c["value"] for c in report["headline"]["cards"]}
+    assert (rows[-1]["cents"], rows[-1]["gpu_hours"], rows[-1]["idle_cost"]) == (
+        cards["total_cents"], cards["attributed_gpu_hours"], cards["idle_cost"])
 
 
 def test_project_trend_is_the_projects_own(three_months, tmp_path):
     for project, months in PROJECTS.items():
-        rows = collect(three_months, MONTH, project)["trend"]["rows"]
+        report = collect(three_months, MONTH, project)
+        rows = report["trend"]["rows"]
+        cards = {c["key"]: c["value"] for c in report["headline"]["cards"]}
+        assert (rows[-1]["cents"], rows[-1]["gpu_hours"]) == (cards["total_cents"], cards["gpu_hours"])
         assert [r["month"] for r in rows] == ["2026-08", "2026-09", "2026-10"]
         for r in rows:
             held, busy, idle = months.get(r["month"], (0, 0, 0))
@@ -212,6 +224,27 @@ def test_project_trend_is_the_projects_own(three_months, tmp_path):
     admin = section(pages["admin"], "trend")
     assert all(cents((h + u) * PRICE) in admin for h, _, _, u in CLUSTER.values())
     assert "partial: 2.0 of 31 days, 6 %" in admin
+
+
+def test_project_trend_bills_its_share_of_unallocated_capacity_apart(built_db, tmp_path):
+    """[allocation] unallocated = "proportional": GPU-1's 644 unallocated August hours go to the
+    projects that held an A100 that day by their hours; p2 held one on 3-7 August only, and on
+    7 August (4 of its hours against p1's 24) GPU-1 was unallocated for 20 hours: p2's share
+    is 20 x 4/28 h = 20/7 h, 8.37 at 2.93 (to within a cent: the ledger rounds over days)."""
+    usage, jobs = three_months_usage()
+    db = built_db(usage, jobs=jobs, ingest={"grain_seconds": HOUR}, allocation={"unallocated": "proportional"})
+    admin = {r["month"]: r for r in collect(db, MONTH, None)["trend"]["rows"]}
+    trends = {p: collect(db, MONTH, p)["trend"] for p in ("p1", "p2")}
+    assert trends["p1"]["shared"] and trends["p2"]["shared"]
+    p2 = {r["month"]: r for r in trends["p2"]["rows"]}
+    assert p2["2026-08"]["cents"] == 100 * PRICE  # own use apart from the share
+    assert abs(p2["2026-08"]["billed_cents"] - 100 * PRICE - Decimal(20) / 7 * PRICE) <= Decimal("0.01")
+    for month, total in admin.items():  # the projects' bills and the unlabeled job add up to the month
+        unlabeled = 30 * PRICE if month == "2026-09" else 0
+        billed = sum(next(r for r in t["rows"] if r["month"] == month)["billed_cents"] for t in trends.values())
+        assert billed + unlabeled == total["cents"], month
+    text = section(render(db, tmp_path)["project-p2"], "trend")
+    assert "Billed" in text and cents(p2["2026-08"]["billed_cents"]) in text
 
 
 def test_trend_reaches_back_twelve_months_with_data(built_db):

@@ -277,7 +277,7 @@ def trend(section: dict, currency: str) -> go.Figure | None:
         x=months, y=[_f(r["cents"]) for r in found], name=f"cost ({esc(currency)})",
         marker_color=[PALETTE[0] if not r["partial"] else "#a9c1dc" for r in found],
         marker_line_color=PALETTE[0], marker_line_width=[0 if not r["partial"] else 1 for r in found],
-        text=[f"partial, {esc(r['share'])}" if r["partial"] else "" for r in found], textposition="outside",
+        text=[f"partial, {esc(r['percent'])}" if r["partial"] else "" for r in found], textposition="outside",
         customdata=[[_f(r["gpu_hours"]), (r["coverage"] or 0) * 100] for r in found],
         hovertemplate=(f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
                        "%{customdata[1]:.1f} % of the month held<extra></extra>"),

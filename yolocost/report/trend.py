@@ -8,8 +8,9 @@ calendar month).
 
 The trend section lists the report's month and up to TREND_MONTHS - 1 months before it that
 hold data: cost, GPU-hours, density and idle cost per month. The admin's figures come from
-mart_cluster_month, a project's from its own rows of mart_project_month only
-(`project = ? AND bucket = 'project'`); money from `month_cents`, the one place that reads it.
+the cent ledger (ledger_charges, summed as the headline sums it) and density from
+mart_cluster_month; a project's from its own rows only (`project = ? AND bucket = 'project'`)
+of the ledger and mart_project_month.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from typing import Iterable
 
 import duckdb
 
-from .. import finance
-from .data import printed_totals, rows
+from .data import rows
 
 TREND_MONTHS = 12
 
@@ -46,31 +46,31 @@ def _tenths_down(value: Fraction) -> str:
     return f"{tenths // 10}.{tenths % 10}"
 
 
-def _share(intervals: int, month_intervals: int) -> str:
+def _percent(intervals: int, month_intervals: int) -> str:
     """Coverage as a whole percent, one decimal where that would read 0 or 100 for a partial month."""
-    share = Fraction(intervals * 100, month_intervals)
-    whole = math.floor(share + Fraction(1, 2))
+    percent = Fraction(intervals * 100, month_intervals)
+    whole = math.floor(percent + Fraction(1, 2))
     if 0 < intervals < month_intervals and whole in (0, 100):
-        tenths = _tenths_down(share)
+        tenths = _tenths_down(percent)
         return "< 0.1 %" if tenths == "0.0" else f"{tenths} %"
     return f"{whole} %"
 
 
 def describe(row: dict, grain_seconds: int) -> dict:
     """A mart_month_coverage row with the words a report prints: `note` ('partial: 1.0 of 30
-    days, 3 %'; '' for a whole month) and `text` ('September 2026 is partial: 1.0 of 30 days
-    (3 %)'), `share` ('3 %'). Days held
-    are the held intervals' length in days (truncated to a tenth; hours under a day), against
-    the month's calendar days."""
+    days, 3 %'; '' for a whole month), `text` ('September 2026 is partial: 1.0 of 30 days
+    (3 %)') and `percent` ('3 %'). Days held are the held intervals' length in days (truncated
+    to a tenth; hours under a day), against the month's calendar days."""
     month = row["month"]
     month_days = calendar.monthrange(int(month[:4]), int(month[5:7]))[1]
     held_days = Fraction(row["intervals"] * grain_seconds, 86400)
-    share = _share(row["intervals"], row["month_intervals"])
+    percent = _percent(row["intervals"], row["month_intervals"])
     held = f"{_tenths_down(held_days)}" if held_days >= 1 else f"{_tenths_down(held_days * 24)} h"
     partial = row["partial"]
-    return {**row, "name": month_name(month), "month_days": month_days, "held_days": float(held_days), "share": share,
-            "note": f"partial: {held} of {month_days} days, {share}" if partial else "",
-            "text": f"{month_name(month)} is partial: {held} of {month_days} days ({share})" if partial else ""}
+    return {**row, "name": month_name(month), "month_days": month_days, "held_days": float(held_days),
+            "percent": percent,
+            "note": f"partial: {held} of {month_days} days, {percent}" if partial else "",
+            "text": f"{month_name(month)} is partial: {held} of {month_days} days ({percent})" if partial else ""}
 
 
 def coverage(con: duckdb.DuckDBPyConnection, months: Iterable[str]) -> dict[str, dict]:
@@ -99,13 +99,25 @@ def comparison(con: duckdb.DuckDBPyConnection, month: str, previous: str) -> dic
 # --------------------------------------------------------------------------- trend
 
 
-def month_cents(con: duckdb.DuckDBPyConnection, month: str, project: str | None) -> Decimal:
-    """The month's printed total in cents, as the headline prints it: the cluster's
-    (finance.total_cents) or one project's (its finance CSV cents, `printed_totals`; 0 in a
-    month it held no GPU). The trend's only money lookup."""
+def ledger_sums(con: duckdb.DuckDBPyConnection, months: list[str], project: str | None) -> dict[str, dict]:
+    """Each month's money and GPU-hours from the cent ledger, summed as the headline sums them:
+    the cluster's total cents, GPU-hours held by jobs and idle waste; or one project's own use
+    (`cents`), what it is billed (`billed_cents`: plus any share of unallocated capacity),
+    GPU-hours and idle waste, from its own rows only. Months without rows are absent."""
+    marks = ", ".join("?" for _ in months)
     if project is None:
-        return finance.total_cents(con, month)
-    return printed_totals(con, month, project).get(project, Decimal("0.00"))
+        return {r["month"]: r for r in rows(con, f"""
+            SELECT month, sum(cost) AS cents, sum(cost) AS billed_cents,
+                   coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage' AND bucket <> 'unallocated'), 0)
+                       AS gpu_hours,
+                   coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost
+            FROM ledger_charges WHERE month IN ({marks}) GROUP BY month""", months)}
+    return {r["month"]: r for r in rows(con, f"""
+        SELECT month, coalesce(sum(cost) FILTER (WHERE allocation = 'usage'), 0) AS cents, sum(cost) AS billed_cents,
+               coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
+               coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost
+        FROM ledger_charges WHERE month IN ({marks}) AND project = ? AND bucket = 'project'
+        GROUP BY month""", [*months, project])}
 
 
 def trend_months(con: duckdb.DuckDBPyConnection, month: str) -> list[str]:
@@ -120,29 +132,26 @@ def trend(con: duckdb.DuckDBPyConnection, month: str, project: str | None) -> di
     months = trend_months(con, month)
     covered = coverage(con, months)
     if not months:
-        return {"rows": [], "partial": [], "months_max": TREND_MONTHS}
+        return {"rows": [], "partial": [], "months_max": TREND_MONTHS, "shared": False}
     marks = ", ".join("?" for _ in months)
     if project is None:
-        found = rows(con, f"""
-            SELECT month, attributed_gpu_hours AS gpu_hours, capacity_gpu_hours, density, idle_gpu_hours, idle_cost
-            FROM mart_cluster_month WHERE month IN ({marks})""", months)
+        density = rows(con, f"SELECT month, density FROM mart_cluster_month WHERE month IN ({marks})", months)
     else:
-        found = rows(con, f"""
-            SELECT month, gpu_hours, density, idle_gpu_hours, idle_cost
-            FROM mart_project_month WHERE month IN ({marks}) AND project = ? AND bucket = 'project'""",
-                     [*months, project])
-    figures = {r["month"]: r for r in found}
+        density = rows(con, f"""
+            SELECT month, density FROM mart_project_month
+            WHERE month IN ({marks}) AND project = ? AND bucket = 'project'""", [*months, project])
+    densities = {r["month"]: r["density"] for r in density}
+    money = ledger_sums(con, months, project)
     out = []
     for m in months:
-        r = figures.get(m, {})
+        r = money.get(m, {})
         cov = covered[m]
         out.append({
-            "month": m, "name": cov["name"], "held": m in figures,
-            "cents": month_cents(con, m, project),
-            "gpu_hours": r.get("gpu_hours") or 0.0, "capacity_gpu_hours": r.get("capacity_gpu_hours"),
-            "density": r.get("density"), "idle_gpu_hours": r.get("idle_gpu_hours") or 0.0,
-            "idle_cost": r.get("idle_cost") or Decimal(0),
-            "coverage": cov["coverage"], "share": cov["share"], "partial": cov["partial"], "note": cov["note"],
+            "month": m, "name": cov["name"], "held": m in money,
+            "cents": r.get("cents", Decimal(0)), "billed_cents": r.get("billed_cents", Decimal(0)),
+            "gpu_hours": r.get("gpu_hours", Decimal(0)), "density": densities.get(m),
+            "idle_gpu_hours": r.get("idle_gpu_hours", Decimal(0)), "idle_cost": r.get("idle_cost", Decimal(0)),
+            "coverage": cov["coverage"], "percent": cov["percent"], "partial": cov["partial"], "note": cov["note"],
         })
     return {"rows": out, "partial": [covered[m]["text"] for m in months if covered[m]["partial"]],
-            "months_max": TREND_MONTHS}
+            "months_max": TREND_MONTHS, "shared": any(r["billed_cents"] != r["cents"] for r in out)}
