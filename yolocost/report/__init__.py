@@ -39,7 +39,7 @@ FORMATS = ("html", "pdf")
 
 # (id, title): the sections in page order; each is the template sections/<id>.html
 ADMIN_SECTIONS = (
-    ("headline", "Headline"), ("actions", "What to do"), ("daily", "Cost per day"),
+    ("headline", "Headline"), ("actions", "What to do"), ("trend", "Trend"), ("daily", "Cost per day"),
     ("projects", "Cost by project"), ("users", "Cost by user"), ("gpu_models", "Cost by GPU model"),
     ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
     ("leaderboard", "Value leaderboard"), ("breakers", "Breaker candidates"),

@@ -309,10 +309,49 @@ def unallocated(section: dict) -> go.Figure | None:
     return fig
 
 
+def trend(section: dict, currency: str) -> go.Figure | None:
+    """Cost per month (bars; a partial month paler, labelled with its coverage) and GPU-hours
+    (line, right axis) over the trend's months."""
+    found = section["rows"]
+    if not found:
+        return None
+    months = [r["month"] for r in found]
+    fig = go.Figure()
+    fig.add_bar(
+        x=months, y=[_f(r["cents"]) for r in found], name=f"cost ({esc(currency)})",
+        marker_color=[PALETTE[0] if not r["partial"] else "#a9c1dc" for r in found],
+        marker_line_color=PALETTE[0], marker_line_width=[0 if not r["partial"] else 1 for r in found],
+        text=[f"partial, {esc(r['percent'])}" if r["partial"] else "" for r in found], textposition="outside",
+        customdata=[[_f(r["gpu_hours"]), (r["coverage"] or 0) * 100] for r in found],
+        hovertemplate=(f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
+                       "%{customdata[1]:.1f} % of the month held<extra></extra>"),
+    )
+    # the line joins whole months only: a partial month's point stands apart, hollow
+    fig.add_scatter(
+        x=months, y=[None if r["partial"] else _f(r["gpu_hours"]) for r in found], name="GPU-hours", yaxis="y2",
+        mode="lines+markers", connectgaps=False, line={"color": PALETTE[1]}, marker={"color": PALETTE[1]},
+        hovertemplate="%{x}: %{y:,.1f} GPU-hours<extra></extra>",
+    )
+    partial = [r for r in found if r["partial"]]
+    if partial:
+        fig.add_scatter(
+            x=[r["month"] for r in partial], y=[_f(r["gpu_hours"]) for r in partial], yaxis="y2", mode="markers",
+            name="GPU-hours (partial month)", marker={"color": "#ffffff", "size": 8, "line": {"color": PALETTE[1], "width": 2}},
+            hovertemplate="%{x} (partial): %{y:,.1f} GPU-hours<extra></extra>",
+        )
+    _layout(fig, f"Cost and GPU-hours per month ({currency})", 340,
+            yaxis={"title": {"text": f"cost ({esc(currency)})"}, "rangemode": "tozero"},
+            yaxis2={"title": {"text": "GPU-hours"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                    "showgrid": False})
+    fig.update_xaxes(type="category")
+    return fig
+
+
 def build(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
     """The figures of one audience's report, by section name (sections without data have none)."""
     colors = project_colors(report["projects"]) if admin else None
     figures = {
+        "trend": trend(report["trend"], currency),
         "daily": daily(report["daily"], currency, colors),
         "users": users(report["users"], currency, colors),
         "gpu_models": gpu_models(report["gpu_models"], currency, admin),

@@ -147,8 +147,12 @@ def _own(con, month: str, project: str) -> dict | None:
 
 
 def headline(con, month: str, project: str | None) -> dict:
-    """Headline cards, this month against the previous one."""
+    """Headline cards, this month against the previous one; no change is shown when either
+    month is partial (`coverage["note"]` says which, with its coverage)."""
+    from .trend import comparison  # trend reads this module's helpers
+
     prev = previous_month(month)
+    covered = comparison(con, month, prev)
     if project is None:
         found = {r["month"]: r for r in rows(con, f"""
             SELECT c.month, c.density, c.jobs, c.users, c.projects, c.gpus, c.energy_kwh, l.*
@@ -169,7 +173,7 @@ def headline(con, month: str, project: str | None) -> dict:
             WHERE c.month IN (?, ?)""", [month, prev, month, prev])}
         cur, old = found.get(month), found.get(prev)
         if cur is None:
-            return {"cards": [], "current": None, "previous_month": prev}
+            return {"cards": [], "current": None, "previous_month": prev, "coverage": covered}
         shared = (f"; {cur['shared_cents']:,.{_places.get()}f} of it charged to projects by their GPU-hours"
                   if cur["shared_cents"] else "; charged to no project")
         spec = [
@@ -200,7 +204,7 @@ def headline(con, month: str, project: str | None) -> dict:
             r["gpu_hour_share"] = float(r["gpu_hours"] / r["capacity_gpu_hours"]) if r["capacity_gpu_hours"] else 0.0
         cur, old = found.get(month), found.get(prev)
         if cur is None:
-            return {"cards": [], "current": None, "previous_month": prev}
+            return {"cards": [], "current": None, "previous_month": prev, "coverage": covered}
         spec = [
             ("total_cents", "Project cost", "money",
              f"GPU time and energy; {cur['cost_share'] * 100:.1f} % of the cluster's cost"),
@@ -215,12 +219,12 @@ def headline(con, month: str, project: str | None) -> dict:
     cards = []
     for key, label, kind, note in spec:
         previous = old.get(key) if old else None
-        change = _change(cur.get(key), previous, kind)
+        change = _change(cur.get(key), previous, kind) if not covered["note"] else None
         # density up is good news; cost, hours and waste up are not
         worse = change is not None and change.startswith("+") != (key == "density") and not change[1:].startswith("0.0")
         cards.append({"key": key, "label": label, "fmt": kind, "value": cur.get(key), "previous": previous,
                       "change": change, "worse": worse, "note": note})
-    return {"cards": cards, "current": cur, "previous": old, "previous_month": prev}
+    return {"cards": cards, "current": cur, "previous": old, "previous_month": prev, "coverage": covered}
 
 
 def daily(con, month: str, project: str | None) -> dict:
@@ -298,8 +302,12 @@ def _bucket_sums(con, month: str) -> list[dict]:
 
 def projects(con, month: str, totals: dict[str, Decimal]) -> list[dict]:
     """Admin only: every bucket of the month (ledger sums, see _bucket_sums) with jobs, users
-    and density from mart_project_month and last month's billed cents."""
+    and density from mart_project_month and last month's billed cents, and the change where
+    both months are whole."""
+    from .trend import comparison  # trend reads this module's helpers
+
     prev = previous_month(month)
+    comparable = not comparison(con, month, prev)["note"]
     marts = {r["project"]: r for r in rows(con, """
         SELECT project, jobs, users, density FROM mart_project_month WHERE month = ?""", [month])}
     found = _bucket_sums(con, month)
@@ -309,7 +317,7 @@ def projects(con, month: str, totals: dict[str, Decimal]) -> list[dict]:
         r.update({k: marts.get(r["project"], {}).get(k) for k in ("jobs", "users", "density")})
         r["share"] = float(r["billed_cents"] / total) if total else None
         r["previous_cents"] = prev_totals.get(r["project"])
-        r["change"] = _change(r["billed_cents"], r["previous_cents"], "money")
+        r["change"] = _change(r["billed_cents"], r["previous_cents"], "money") if comparable else None
     found.sort(key=lambda r: (BUCKET_RANK.get(r["bucket"], 9), -r["billed_cents"], r["project"]))
     return found
 
@@ -593,10 +601,13 @@ def collect(con, month: str, project: str | None, *, timezone: str, grain_second
 
 
 def _collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
+    from .trend import trend  # trend reads this module's helpers
+
     tz = ZoneInfo(timezone)
     totals = printed_totals(con, month, project)
     report: dict[str, Any] = {
         "headline": headline(con, month, project),
+        "trend": trend(con, month, project),
         "daily": daily(con, month, project),
         "users": users(con, month, project, totals),
         "gpu_models": gpu_models(con, month, project, totals),
