@@ -276,3 +276,43 @@ def test_a_failing_index_template_leaves_the_month_folder_as_it_was(workdir):
     assert "rendered summary.html" in result.stderr  # it failed part way, after the other files
     assert {p.name: p.read_bytes() for p in month.iterdir()} == before
     assert [p for p in folder.rglob("*") if ".tmp" in p.name] == []
+
+
+def test_index_escapes_a_project_name_that_is_markup(built_db, tmp_path):
+    hostile = '<script>alert(1)</script>'
+    db = built_db(usage_run("2026-10-01T00:00Z", 12, "GPU-0", "j1"), jobs=[job_row("j1", project=hostile)])
+    config = dataclasses.replace(db.config, report_dir=tmp_path / "out")
+    render_reports(config, MONTH, ["all"], ["html", "index"])
+    folder = tmp_path / "out" / MONTH
+    raw = (folder / "index.html").read_text(encoding="utf-8")
+    assert hostile not in raw and html.escape(hostile, quote=False) in raw
+    _, links, rows = _index(folder)
+    stem = f"project-{project_slugs([hostile])[hostile]}"
+    assert rows == {hostile: [f"{stem}.html"]} and set(links) == {"admin.html", f"{stem}.html"}
+
+
+def test_summary_shows_the_unallocated_share_of_each_project_and_still_adds_up(built_db, tmp_path):
+    """[allocation] unallocated = "proportional": 3 unallocated GPU-hours at 2.93 (8.79) go to the
+    projects that held the model that day by their GPU-hours, a 2 h : b 1 h (by hand)."""
+    from yolocost.summary import write_summary
+
+    usage = (usage_run("2026-10-01T00:00Z", 24, "GPU-0", "ja") + usage_run("2026-10-01T00:00Z", 12, "GPU-1", "jb")
+             + usage_run("2026-10-01T00:00Z", 36, "GPU-2", None))
+    db = built_db(usage, jobs=[job_row("ja", project="a"), job_row("jb", project="b")],
+                  allocation={"unallocated": "proportional"})
+    page = write_summary(db.config, MONTH, tmp_path / "s.html").read_text(encoding="utf-8")
+    currency = db.config.currency
+    head = re.search(r"<thead>(.*?)</thead>", page, re.S).group(1)
+    columns = [_words(c) for c in re.findall(r"<th>(.*?)</th>", head, re.S)]
+    share = columns.index(f"of which unallocated share ({currency})")
+    body = re.search(r"<tbody>(.*?)</tbody>", page, re.S).group(1)
+    rows = {cells[0]: cells for cells in (
+        re.findall(r"<td>(.*?)</td>", r, re.S) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S))}
+    assert set(rows) == {"a", "b"}
+    assert (_amount(rows["a"][-1]), _amount(rows["a"][share])) == (Decimal("11.72"), Decimal("5.86"))
+    assert (_amount(rows["b"][-1]), _amount(rows["b"][share])) == (Decimal("5.86"), Decimal("2.93"))
+    foot = re.findall(r"<td>(.*?)</td>", re.search(r"<tfoot>(.*?)</tfoot>", page, re.S).group(1), re.S)
+    assert (_amount(foot[-1]), _amount(foot[share])) == (Decimal("17.58"), Decimal("8.79"))
+    cards = dict((_words(k).split(" (")[0], _words(v)) for v, k in re.findall(
+        r'<div class="card"><div class="v">(.*?)</div><div class="k">(.*?)</div></div>', page, re.S))
+    assert cards["total cost"] == f"17.58 {currency}" and cards["unallocated capacity"] == f"0.00 {currency}"
