@@ -133,6 +133,8 @@ def test_summary_figures_are_ledger_sums_with_their_currency(rendered, sample_db
     assert _amount(card["total cost"][0], currency) == total
     assert f"GPU time {gpu:,.2f} {currency} + energy {energy:,.2f} {currency}" in card["total cost"][1]
     assert _amount(card["unallocated capacity"][0], currency) == unallocated
+    admin = (rendered.folder / "admin.html").read_text(encoding="utf-8")
+    assert f"{unallocated:,.2f}" in admin and f"{total:,.2f}" in admin  # the admin report's figures
     assert f"{unallocated_hours:,.1f} GPU-hours" in card["unallocated capacity"][1]
     assert _amount(card["idle waste"][0], currency) == idle
     assert f"{idle_hours:,.1f} GPU-hours" in card["idle waste"][1]
