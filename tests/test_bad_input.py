@@ -604,7 +604,7 @@ ELSEWHERE = [
           ("month without data", "--month 2026-12", "no data for 2026-12"),
           ("unknown project", "--audience project:nope", "no project 'nope'"),
           ("unknown audience", "--audience everyone", "is not admin, project:NAME or all"),
-          ("unknown format", "--format docx", "'docx' is not one of html, pdf"),
+          ("unknown format", "--format docx", "'docx' is not one of html, pdf, summary, csv, index or all"),
           ("templates folder missing", "--templates no-such-folder", "templates folder not found"),
       ]],
     Covered("report: PDF without Chromium", "PATH without chromium", "apt-get install chromium", 2,

@@ -42,17 +42,23 @@ def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
     total, jobs = con.execute("SELECT total_cost, jobs FROM mart_cluster_month WHERE month = '2026-10'").fetchone()
     projects = con.execute("SELECT project, cost FROM mart_project_month WHERE month = '2026-10'").fetchall()
     printed = finance.project_totals_cents(con, "2026-10")
+    ledger = dict(con.execute("SELECT project, sum(cost) FROM ledger_charges WHERE month = '2026-10' "
+                              "GROUP BY project").fetchall())
     con.close()
     page = (out / "reports" / "2026-10" / "summary.html").read_text(encoding="utf-8")
     billed_total = total.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)
-    assert f"{billed_total:,.2f}" in page
-    # each project's cost as the finance CSV bills it (cents that add up to the total), not
+    assert f"{billed_total:,.2f} USD" in page
+    # each project's cost as the cent ledger has it (cents that add up to the total), not
     # its own rounding: the two differ by a cent for some project of this month
-    assert any(cost.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP) != printed[name] for name, cost in projects)
+    assert any(cost.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP) != ledger[name] for name, cost in projects)
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     cells = [re.findall(r"<td>(.*?)</td>", row, re.S) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
-    assert {html.unescape(c[0]): Decimal(c[-1].replace(",", "")) for c in cells} == printed
-    assert sum(printed.values()) == billed_total
+    assert {html.unescape(c[0]): Decimal(c[-1].replace(",", "")) for c in cells} == ledger
+    assert sum(ledger.values()) == billed_total == sum(printed.values())
+    # the demo writes the month folder as `report` does: the finance CSV and the index too
+    assert (reports / "finance-2026-10.csv").is_file() and str(reports / "index.html") in result.stdout
+    index = (reports / "index.html").read_text(encoding="utf-8")
+    assert 'href="summary.html"' in index and 'href="finance-2026-10.csv"' in index and "视觉质检" in index
     assert "视觉质检" in page
     admin = (reports / "admin.html").read_text(encoding="utf-8")
     for name, cents in printed.items():

@@ -35,8 +35,8 @@ def setup(prom_sample, tmp_path_factory):
 
 
 def _monthly(config, *extra):
-    return subprocess.run([*CLI, "--config", str(config), "monthly", "--month", "2026-10", "--format", "html",
-                           *extra], capture_output=True, text=True, timeout=600)
+    return subprocess.run([*CLI, "--config", str(config), "monthly", "--month", "2026-10", "--format",
+                           "html,summary,csv,index", *extra], capture_output=True, text=True, timeout=600)
 
 
 def test_monthly_twice_gives_identical_files(setup):
@@ -47,6 +47,7 @@ def test_monthly_twice_gives_identical_files(setup):
     csv = folder / "finance-2026-10.csv"
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert csv.name in before and "admin.html" in before and any(n.startswith("project-") for n in before)
+    assert "summary.html" in before and "index.html" in before and not any(n.endswith(".pdf") for n in before)
     second = _monthly(config)
     assert second.returncode == 0, second.stderr
     after = {p.name: p.read_bytes() for p in folder.iterdir()}

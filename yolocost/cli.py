@@ -152,8 +152,9 @@ def demo(state: State, out_dir, force):
     """Build a database, a summary and the reports from the bundled sample month.
 
     Needs no Prometheus: loads sample_data/ (a synthetic 48-GPU cluster, October 2026)
-    into OUT/yolocost.duckdb and writes OUT/reports/2026-10/: summary.html and the
-    admin and per-project reports as HTML, and as PDF where Chromium is installed.
+    into OUT/yolocost.duckdb and writes OUT/reports/2026-10/: the admin and per-project
+    reports as HTML, and as PDF where Chromium is installed, summary.html, the finance CSV
+    and index.html, which lists them.
     A folder that is not empty is refused unless --force is given.
 
     \b
@@ -171,8 +172,9 @@ def demo(state: State, out_dir, force):
     click.echo(f"  config:   {result.config}")
     click.echo(f"  database: {result.database}  ({result.usage_rows:,} usage rows, {result.jobs} jobs)")
     click.echo(f"  summary:  {result.summary}")
+    click.echo(f"  index:    {result.index}")
     kinds = " and ".join(k for k in ("HTML", "PDF") if any(p.suffix == f".{k.lower()}" for p in result.reports))
-    projects = len({p.stem for p in result.reports if p.stem.startswith("project-")})
+    projects = len({p.stem for p in result.reports if p.stem.startswith("project-") and p.suffix != ".csv"})
     click.echo(f"  reports:  {result.report_folder}/  (admin and {projects} project reports as {kinds})")
     if result.pdf_skipped:
         click.echo(f"  no PDF:   {result.pdf_skipped}")
@@ -292,27 +294,32 @@ def build(state: State):
 @click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
 @click.option("--audience", "audiences", multiple=True, metavar="WHO", default=("all",), show_default=True,
               help="admin, project:NAME or all (admin and every project); repeatable.")
-@click.option("--format", "formats", default="html,pdf", show_default=True, metavar="LIST",
-              help="html, pdf or html,pdf. PDF needs Chromium (apt-get install chromium).")
+@click.option("--format", "formats", default="all", show_default=True, metavar="LIST",
+              help="Comma-separated: html, pdf (the reports), summary (summary.html), csv (the finance CSV), "
+                   "index (index.html), or all. PDF needs Chromium (apt-get install chromium).")
 @click.option("--templates", "templates_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Your own report templates, overriding the shipped ones by file name "
                    "(default: [reports] templates_dir).")
 @pass_state
 def report(state: State, month, audiences, formats, templates_dir):
-    """Render a month's chargeback reports (HTML and PDF) into <output_dir>/YYYY-MM/.
+    """Render a month's chargeback reports, summary, finance CSV and index into <output_dir>/YYYY-MM/.
 
     admin.html/.pdf shows every project side by side for the department admins;
     project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
     as the project's share. The HTML is one self-contained file with interactive charts
-    that opens offline; the PDF (A4) carries the same charts as vector graphics. The set is
-    rendered whole before any report is replaced (a failure while rendering leaves the
-    earlier reports), and the reports of
+    that opens offline; the PDF (A4) carries the same charts as vector graphics.
+    summary.html is the month on one page; finance-YYYY-MM.csv is the finance CSV (the
+    same bytes as `export finance`); index.html lists the folder's files (each project's
+    report under its name) with the month's data coverage and total cost. --format picks
+    which of them to write (default all). The set is rendered whole before any file is
+    replaced (a failure while rendering leaves the earlier files), and the reports of
     projects that held no GPU in the month are removed; other files stay.
 
     \b
     Examples:
       yolocost report --month 2026-10
       yolocost report --month 2026-10 --audience project:vision --format pdf
+      yolocost report --month 2026-10 --format html,summary,csv,index
       yolocost report --month 2026-10 --templates my-templates/
     """
     from .report import render_reports
@@ -323,7 +330,9 @@ def report(state: State, month, audiences, formats, templates_dir):
     times = [f"{kind} in {secs:.1f} s" for kind, secs in (("HTML", result.html_seconds), ("PDF", result.pdf_seconds))
              if kind.lower() in result.formats]
     state.log(f"{result.charts} charts; " + ", ".join(times))
-    click.echo(f"wrote {len(result.files)} report file(s) for {result.month} into {result.folder}")
+    if result.finance is not None and result.finance.warning:
+        click.echo(f"warning: {result.finance.warning}", err=True)
+    click.echo(f"wrote {len(result.files)} file(s) for {result.month} into {result.folder}")
     for path in result.files:
         click.echo(f"  {path}")
 
@@ -530,11 +539,11 @@ def export_finance_command(state: State, month, out):
 
 @main.command()
 @click.option("--month", metavar="YYYY-MM", help="Month to run (default: the previous full month, local time).")
-@click.option("--format", "formats", default="html,pdf", show_default=True, metavar="LIST",
-              help="Report formats: html, pdf or html,pdf.")
+@click.option("--format", "formats", default="all", show_default=True, metavar="LIST",
+              help="What to write, as for `report`: html, pdf, summary, csv, index, or all.")
 @pass_state
 def monthly(state: State, month, formats):
-    """The monthly cron job: ingest the month, render its reports, write its finance CSV.
+    """The monthly cron job: ingest the month, write its reports, summary, finance CSV and index.
 
     Safe to rerun (every step replaces what the month had); a second run while one is
     going is refused; any failure exits non-zero with the reason on one line. If the
@@ -548,9 +557,10 @@ def monthly(state: State, month, formats):
     from .monthly import run_monthly
 
     result = run_monthly(state.config, month, formats, state.log)
+    csv = (f"finance CSV {result.finance.path} (total {result.finance.total} {result.finance.currency})"
+           if result.finance is not None else "no finance CSV (--format has no csv)")
     click.echo(f"{result.month}: {result.ingest.usage_rows:,} usage rows ingested, "
-               f"{len(result.reports.files)} report file(s) in {result.reports.folder}, "
-               f"finance CSV {result.finance.path} (total {result.finance.total} {result.finance.currency})")
+               f"{len(result.reports.files)} file(s) in {result.reports.folder}, {csv}")
 
 
 @main.group(name="config")

@@ -11,7 +11,6 @@ from .config import load_config
 from .errors import YolocostError
 from .load import load_parquet_dir
 from .resources import shipped_dir
-from .summary import write_summary
 
 DEMO_MONTH = "2026-10"
 
@@ -27,16 +26,18 @@ class DemoResult:
     reports: list[Path] = field(default_factory=list)
     report_folder: Path | None = None
     pdf_skipped: str | None = None  # why the demo wrote no PDF, if it did not
+    index: Path | None = None  # the month folder's index.html
 
 
 def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None, force: bool = False) -> DemoResult:
     """Copy the demo config into `out_dir`, load the sample month into a fresh database
     there (replacing an earlier demo database only once the new one is complete) and
-    render the month's summary and its reports: HTML always, PDF too where Chromium and
-    WeasyPrint are installed (about half a minute more); without them the demo says why
+    render the month's reports, summary, finance CSV and index: the reports as HTML always,
+    PDF too where Chromium and WeasyPrint are installed (about half a minute more); without
+    them the demo says why
     and still succeeds. A folder that is not empty is refused unless `force` says that
     the demo's own files in it (config, database, reports) may be replaced."""
-    from .report import render_reports
+    from .report import FORMATS, render_reports
     from .report.pdf import check_weasyprint, find_chromium
 
     sample = shipped_dir("sample_data")
@@ -59,20 +60,18 @@ def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None, fo
     building.replace(final_db)
     final_db.with_name(final_db.name + ".wal").unlink(missing_ok=True)
 
-    progress(f"rendering the {DEMO_MONTH} summary")
-    summary = write_summary(config, DEMO_MONTH, config.report_dir / DEMO_MONTH / "summary.html")
-
-    formats, skipped = ["html", "pdf"], None
+    formats, skipped = list(FORMATS), None
     try:
         find_chromium()
         check_weasyprint()
     except YolocostError as exc:
-        formats, skipped = ["html"], str(exc)
+        formats, skipped = [f for f in FORMATS if f != "pdf"], str(exc)
         progress(f"HTML reports only: {skipped}")
-    progress(f"rendering the {DEMO_MONTH} reports ({' and '.join(f.upper() for f in formats)})")
+    kinds = " and ".join(f.upper() for f in formats if f in ("html", "pdf"))
+    progress(f"rendering the {DEMO_MONTH} reports ({kinds}), summary, finance CSV and index")
     result = render_reports(config, DEMO_MONTH, ["all"], formats, progress=progress)
-    return DemoResult(out_dir, config_path, final_db, summary, loaded.usage_rows, loaded.jobs,
-                      list(result.files), result.folder, skipped)
+    return DemoResult(out_dir, config_path, final_db, result.folder / "summary.html", loaded.usage_rows, loaded.jobs,
+                      list(result.files), result.folder, skipped, result.folder / "index.html")
 
 
 def check_demo_folder(out_dir: Path, force: bool) -> None:

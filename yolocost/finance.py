@@ -391,12 +391,20 @@ def _write_atomically(path: Path, text: str) -> None:
     write_output(path, text, make_parents=True)
 
 
-def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> FinanceExport:
-    """Write the finance CSV of `month` from an open connection (see export_finance)."""
+def finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> tuple[str, FinanceExport]:
+    """The finance CSV of `month` as text, and what writing it to `path` gives (nothing is
+    written: `yolocost report` writes it with the month's other files)."""
     data = month_cents(con, month)
     rows = focus_rows(data)
-    _write_atomically(Path(path), to_csv(rows))
-    return FinanceExport(Path(path), month, len(rows), data.total, data.currency, partial_month_warning(data))
+    return to_csv(rows), FinanceExport(Path(path), month, len(rows), data.total, data.currency,
+                                       partial_month_warning(data))
+
+
+def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> FinanceExport:
+    """Write the finance CSV of `month` from an open connection (see export_finance)."""
+    text, export = finance_csv(con, month, path)
+    _write_atomically(Path(path), text)
+    return export
 
 
 def partial_month_warning(data: MonthCents) -> str | None:

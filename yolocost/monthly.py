@@ -1,4 +1,4 @@
-"""`yolocost monthly`: the cron job. Ingest last month, render its reports, export its CSV.
+"""`yolocost monthly`: the cron job. Ingest last month, write its reports, summary, finance CSV and index.
 
 The whole run holds the database's lock, so a second run (or an ingest) waits for nothing
 and is refused at once. Each step replaces what an earlier run of the same month wrote, so a
@@ -14,9 +14,9 @@ from zoneinfo import ZoneInfo
 
 from . import db
 from .config import Config
-from .finance import FinanceExport, export_finance
+from .finance import FinanceExport
 from .ingest import IngestResult, ingest, month_window
-from .report import ReportResult, preflight, render_reports
+from .report import FORMATS, ReportResult, preflight, render_reports
 
 Progress = Callable[[str], None]
 
@@ -26,7 +26,7 @@ class MonthlyResult:
     month: str
     ingest: IngestResult
     reports: ReportResult
-    finance: FinanceExport
+    finance: FinanceExport | None  # the finance CSV `reports` wrote (None: csv not among the formats)
 
 
 def previous_month(config: Config, now: dt.datetime | None = None) -> str:
@@ -37,9 +37,10 @@ def previous_month(config: Config, now: dt.datetime | None = None) -> str:
     return f"{last:%Y-%m}"
 
 
-def run_monthly(config: Config, month: str | None = None, formats: str = "html,pdf",
+def run_monthly(config: Config, month: str | None = None, formats: str | tuple[str, ...] = FORMATS,
                 progress: Progress = lambda _: None) -> MonthlyResult:
-    """Ingest, report and export one month (default: the previous one) under one lock."""
+    """Ingest one month (default: the previous one) and write its documents in `formats`
+    (yolocost.report.FORMATS: reports, summary, finance CSV, index), under one lock."""
     month = month or previous_month(config)
     start, end = month_window(config, month)
     preflight(config, formats)  # a run that cannot render must not ingest first
@@ -48,6 +49,4 @@ def run_monthly(config: Config, month: str | None = None, formats: str = "html,p
         ingested = ingest(config, start, end, progress, lock=False)
         progress(f"monthly {month}: reports")
         reports = render_reports(config, month, ("all",), formats, None, progress)
-        progress(f"monthly {month}: finance CSV")
-        finance = export_finance(config, month, None)
-    return MonthlyResult(month, ingested, reports, finance)
+    return MonthlyResult(month, ingested, reports, reports.finance)

@@ -49,14 +49,15 @@ class Rendered:
 
 @pytest.fixture(scope="session")
 def rendered(sample_db, tmp_path_factory) -> Rendered:
-    """Every report of the sample month, HTML and PDF, rendered once for the session."""
-    from yolocost.report import render_reports
+    """The sample month's whole folder, rendered once for the session: every report as HTML and
+    PDF, the summary, the finance CSV and the index."""
+    from yolocost.report import FORMATS, render_reports
 
     require_tools(chromium=True)
     out = tmp_path_factory.mktemp("reports")
     config = dataclasses.replace(sample_db.config, report_dir=out)
     lines: list[str] = []
-    result = render_reports(config, MONTH, ["all"], ["html", "pdf"], progress=lines.append)
+    result = render_reports(config, MONTH, ["all"], FORMATS, progress=lines.append)
     result.progress = lines
     return Rendered(config, result, out / MONTH)
 

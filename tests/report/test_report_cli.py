@@ -61,7 +61,7 @@ def test_report_without_chromium_says_how_to_install_it_and_stops(workdir):
     (["--month", "2026-12"], "no data for 2026-12"),
     (["--month", MONTH, "--audience", "project:nope"], "no project 'nope'"),
     (["--month", MONTH, "--audience", "everyone"], "is not admin, project:NAME or all"),
-    (["--month", MONTH, "--format", "docx"], "'docx' is not one of html, pdf"),
+    (["--month", MONTH, "--format", "docx"], "'docx' is not one of html, pdf, summary, csv, index or all"),
     (["--month", MONTH, "--templates", "no-such-folder"], "templates folder not found"),
 ])
 def test_bad_input_is_one_line_and_exit_2(workdir, args, message):

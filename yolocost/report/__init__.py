@@ -1,10 +1,16 @@
-"""Monthly chargeback reports: one for the department admins, one per project.
+"""Monthly chargeback reports: one for the department admins, one per project, and the
+month's other documents.
 
-    render_reports(config, "2026-10", audiences=["all"], formats=["html", "pdf"])
+    render_reports(config, "2026-10", audiences=["all"], formats=FORMATS)
 
 writes into `<report_dir>/2026-10/`: `admin.html`/`admin.pdf` (every project side by side)
 and `project-<slug>.html`/`.pdf` per project, which show that project's own jobs and users
-and the cluster only as its share. The section data come from the marts only (data.py),
+and the cluster only as its share (formats html, pdf); `summary.html`, the one-page summary
+(yolocost.summary; format summary); `finance-2026-10.csv`, the finance CSV
+(yolocost.finance, the same bytes as `yolocost export finance`; format csv); and
+`index.html`, which lists the folder's files with the month's coverage and total (index.py;
+format index). Every file of a run is written into a staging folder first and moved into
+place only when all of them are complete. The section data come from the marts only (data.py),
 the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
 carries the same figures as vector SVG through kaleido and WeasyPrint (pdf.py). The pages
 are Jinja templates (reports/templates/: report.html, sections/*.html, style.css,
@@ -14,6 +20,7 @@ print.css, charts.js), each of which a user's templates folder may override by f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import os
@@ -27,15 +34,20 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import db
+from .. import finance, summary
 from ..config import Config
 from ..errors import YolocostError
 from ..outputs import cannot_write, write_output
 from ..templating import environment, template_errors
 from . import charts, data
 from . import html as html_out
+from . import index as month_index
 
 Progress = Callable[[str], None]
-FORMATS = ("html", "pdf")
+# html, pdf: the admin and project reports; summary: summary.html; csv: the finance CSV;
+# index: index.html, the month folder's list of files
+FORMATS = ("html", "pdf", "summary", "csv", "index")
+REPORT_FORMATS = ("html", "pdf")
 
 # (id, title): the sections in page order; each is the template sections/<id>.html
 ADMIN_SECTIONS = (
@@ -76,6 +88,7 @@ class ReportResult:
     pdf_seconds: float = 0.0
     charts: int = 0
     removed: list[Path] = field(default_factory=list)  # stale reports of projects no longer in the month
+    finance: finance.FinanceExport | None = None  # the finance CSV written (format csv)
 
 
 # --------------------------------------------------------------------------- names
@@ -115,16 +128,20 @@ def project_slugs(names: Iterable[str]) -> dict[str, str]:
 
 
 def parse_formats(spec: str | Sequence[str]) -> list[str]:
+    """The formats of a comma-separated list (or a sequence) of FORMATS names or 'all', in
+    FORMATS order, deduplicated."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    formats = []
+    wanted = set()
     for item in (i.strip().lower() for i in items):
-        if item not in FORMATS:
-            raise YolocostError(f"--format: {item!r} is not one of {', '.join(FORMATS)}")
-        if item not in formats:
-            formats.append(item)
-    if not formats:
-        raise YolocostError("--format: give html, pdf or both")
-    return formats
+        if item == "all":
+            wanted.update(FORMATS)
+        elif item in FORMATS:
+            wanted.add(item)
+        else:
+            raise YolocostError(f"--format: {item!r} is not one of {', '.join(FORMATS)} or all")
+    if not wanted:
+        raise YolocostError(f"--format: give one or more of {', '.join(FORMATS)}, or all")
+    return [f for f in FORMATS if f in wanted]
 
 
 def resolve_audiences(specs: Sequence[str], projects: Sequence[str], month: str) -> list[Audience]:
@@ -223,9 +240,11 @@ def render_reports(
     templates_dir: Path | None = None,
     progress: Progress = lambda _: None,
 ) -> ReportResult:
-    """Render the month's reports for the audiences in the formats; returns what was written."""
+    """Render the month's documents in the formats (the reports for the audiences); returns
+    what was written."""
     data.check_month(month)
     formats, templates, chromium = preflight(config, formats, templates_dir)
+    wants_reports = any(f in REPORT_FORMATS for f in formats)
 
     con = db.connect(config.database, read_only=True)
     try:
@@ -236,10 +255,11 @@ def render_reports(
         projects = data.month_projects(con, month)
         chosen = resolve_audiences(list(audiences), projects, month)
         reports = {}
-        for audience in chosen:
+        for audience in chosen if wants_reports else ():
             progress(f"reading the marts for the {audience.label} report")
             reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
                                              grain_seconds=config.grain_seconds, currency=config.currency)
+        extras = _read_extras(con, config, month, formats, progress)
     finally:
         con.close()
 
@@ -249,20 +269,76 @@ def render_reports(
     except OSError as exc:
         raise YolocostError(f"{folder}: cannot create the month's reports folder: {exc.strerror}") from None
     env = environment(templates, config.currency)
-    with template_errors(templates):
-        page = env.get_template("report.html")
-    result = ReportResult(month, folder, audiences=chosen, formats=formats)
+    with template_errors(templates):  # a template that does not parse stops the run before any work
+        page = env.get_template("report.html") if wants_reports else None
+        pages = {name: env.get_template(name) for name, fmt in _EXTRA_PAGES if fmt in formats}
+    result = ReportResult(month, folder, audiences=chosen if wants_reports else [], formats=formats)
     started = time.monotonic()
-    figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in chosen}
+    figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in reports}
     result.charts = sum(len(f) for f in figures.values())
-    progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")
+    if wants_reports:
+        progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")
 
     with output_errors(folder), staging_folder(folder) as staging:
         with template_errors(templates):
-            _render(config, month, chosen, formats, reports, figures, page, staging, result, chromium, progress)
+            if wants_reports:
+                _render(config, month, chosen, formats, reports, figures, page, staging, result, chromium, progress)
+            _render_extras(month, formats, extras, pages, folder, staging, projects, result, progress)
         result.files = _move_into_place(result.files, folder, progress)
         result.removed = _remove_stale(folder, projects, month, progress)
+    if result.finance is not None:
+        result.finance = dataclasses.replace(result.finance, path=folder / result.finance.path.name)
     return result
+
+
+# --------------------------------------------------------------------------- the month's other documents
+
+_EXTRA_PAGES = (("summary.html", "summary"), (month_index.INDEX, "index"))
+
+
+def _read_extras(con, config: Config, month: str, formats: Sequence[str], progress: Progress) -> dict:
+    """What the summary, the finance CSV and the index need from the database, read up front
+    (the files are written with the reports, after the connection is closed)."""
+    extras: dict = {}
+    if "summary" in formats:
+        progress("reading the ledger for the summary")
+        extras["summary"] = summary.summary_context(con, config, month)
+    if "csv" in formats:
+        progress("rounding the finance CSV")
+        extras["csv"] = finance.finance_csv(con, month, finance.default_path(config, month))
+    if "index" in formats:
+        totals = summary.ledger_month(con, month)
+        extras["index"] = {
+            "month": month,
+            "cluster_name": config.cluster,
+            "currency": config.currency,
+            "total": totals["total"] if totals else None,
+            "coverage": month_index.coverage(con, month, config.timezone, config.grain_seconds),
+            "timezone": config.timezone,
+        }
+    return extras
+
+
+def _render_extras(month: str, formats: Sequence[str], extras: dict, pages: dict, folder: Path, staging: Path,
+                   projects: Sequence[str], result: ReportResult, progress: Progress) -> None:
+    """Write summary.html, the finance CSV and, last, index.html (which lists the others and
+    what the month folder already holds) into the staging folder."""
+    if "summary" in formats:
+        _report_done([_write(staging / "summary.html", pages["summary.html"].render(**extras["summary"]))],
+                     result, progress)
+    if "csv" in formats:
+        text, export = extras["csv"]
+        _report_done([_write(staging / export.path.name, text.encode("utf-8"))], result, progress)
+        result.finance = export
+        if export.warning:
+            progress(f"warning: {export.warning}")
+    if "index" in formats:
+        slugs = project_slugs(projects)
+        files = month_index.month_files(folder, result.files, slugs.values(), month)
+        text = pages[month_index.INDEX].render(
+            **extras["index"], **month_index.listing(month, files, slugs),
+            generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        _report_done([_write(staging / month_index.INDEX, text)], result, progress)
 
 
 # --------------------------------------------------------------------------- writing the set
