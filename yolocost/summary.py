@@ -29,7 +29,7 @@ _LEDGER_PROJECTS = """
            coalesce(sum(cost), 0) AS cost,
            coalesce(sum(cost) FILTER (WHERE allocation = 'unallocated share'), 0) AS share_cost,
            coalesce(sum(idle_cost), 0) AS idle_cost,
-           coalesce(sum(gpu_hours), 0) AS gpu_hours,
+           coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
            coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours
     FROM ledger_charges WHERE month = ?
     GROUP BY bucket, project
@@ -39,8 +39,11 @@ _LEDGER_MONTH = """
     SELECT coalesce(sum(cost), 0) AS total,
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
-           coalesce(sum(cost) FILTER (WHERE bucket = 'unallocated'), 0) AS unallocated_cost,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated'), 0) AS unallocated_gpu_hours,
+           -- capacity nobody held, whatever share of it was charged to projects (as the admin report)
+           coalesce(sum(cost) FILTER (WHERE bucket = 'unallocated' OR allocation = 'unallocated share'), 0)
+               AS unallocated_cost,
+           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated' OR allocation = 'unallocated share'), 0)
+               AS unallocated_gpu_hours,
            coalesce(sum(cost) FILTER (WHERE allocation = 'unallocated share'), 0) AS share_cost,
            coalesce(sum(gpu_hours), 0) AS capacity_gpu_hours,
            coalesce(sum(gpu_hours) FILTER (WHERE bucket <> 'unallocated' AND allocation = 'usage'), 0)

@@ -200,12 +200,13 @@ def card_labels(page_html: str) -> list[str]:
 
 
 def card_rows(pdf: Path, labels: list[str]) -> list[tuple[str, float, float]]:
-    """(label, top, left) of each headline card's label on page 1 (a label is a text block)."""
-    found = []
+    """(label, top, left) of each headline card's label on page 1 (a label is a text block; the
+    topmost block of that text: a table further down the page may use the same words)."""
+    found: dict[str, tuple[str, float, float]] = {}
     for block in pdf_blocks(pdf)[0]:
-        if block.text in labels:
-            found.append((block.text, round(block.y0, 1), round(block.x0, 1)))
-    return found
+        if block.text in labels and (block.text not in found or block.y0 < found[block.text][1]):
+            found[block.text] = (block.text, round(block.y0, 1), round(block.x0, 1))
+    return list(found.values())
 
 
 # --------------------------------------------------------------------------- the PDFs
@@ -313,7 +314,7 @@ def test_every_money_axis_names_the_currency(figures):
                 assert names_currency(layout_axis, currency), (project, name, axis, layout_axis.title.text)
                 seen.add(name)
     assert seen == {"daily", "projects", "users", "gpu_models", "image_tags", "idle_waste", "leaderboard", "breakers",
-                    "tag_violations"}
+                    "tag_violations", "trend"}
 
 
 def test_the_leaderboard_axis_ticks_are_readable_values_and_bubble_size_is_explained(figures):
