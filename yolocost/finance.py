@@ -107,45 +107,18 @@ _MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
 
 @dataclass(frozen=True)
-class ChargeRow:
-    """One row of ledger_charges with the image tags held that day, money in cents and exact."""
-
-    day: dt.date
-    bucket: str
-    project: str
-    gpu_model: str
-    charge_kind: str
-    allocation: str
-    sku_price_id: str
-    unit_price: Decimal
-    pricing_unit: str
-    quantity: Decimal
-    exact_cost: Decimal
-    cost: Decimal
-    idle_cost: Decimal | None
-    idle_gpu_seconds: Decimal | None
-    gpu_seconds: Decimal
-    seconds_present: Decimal
-    seconds_busy: Decimal
-    jobs: int
-    image_tags: str | None
-
-    @property
-    def density(self) -> float | None:
-        return float(self.seconds_busy / self.seconds_present) if self.seconds_present else None
-
-
-@dataclass(frozen=True)
 class MonthCents:
-    """A month's ledger rows (`rows`, in CSV order), each project's cents (`projects`: own
-    usage and any share of unallocated capacity, keyed like mart_project_month.project, in
-    CSV order) and the total. sum(row cents) == sum(projects.values()) == total."""
+    """A month's ledger rows (`rows`, in CSV order) with the image tags held on each day x
+    project x GPU model (`image_tags`), each project's cents (`projects`: own usage and any
+    share of unallocated capacity, keyed like mart_project_month.project, in CSV order) and
+    the total. sum(row cents) == sum(projects.values()) == total."""
 
     month: str
     cluster: str
     timezone: str
     currency: str
-    rows: tuple[ChargeRow, ...]
+    rows: tuple[ledger.Charge, ...]
+    image_tags: dict[tuple, str]
     projects: dict[str, Decimal]
     total: Decimal
     exact_total: Decimal
@@ -186,7 +159,7 @@ def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple
                             "rebuild the models with `yolocost build`") from None
 
 
-def _sort_key(row: ChargeRow) -> tuple:
+def _sort_key(row: ledger.Charge) -> tuple:
     return (BUCKET_ORDER.get(row.bucket, 9), row.bucket, row.project, row.day, row.gpu_model,
             ledger.KIND_ORDER.get(row.charge_kind, 9), row.allocation != ledger.USAGE, row.sku_price_id)
 
@@ -198,33 +171,35 @@ def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
     usage rows is a YolocostError naming the months the database holds.
     """
     check_month(month)
-    records = _fetch(con, """
-        SELECT l.day, l.bucket, l.project, l.gpu_model, l.charge_kind, l.allocation, l.sku_price_id,
-               l.unit_price, l.pricing_unit, l.quantity, l.exact_cost, l.cost, l.idle_cost, l.idle_gpu_seconds,
-               l.gpu_seconds, l.seconds_present, l.seconds_busy, l.jobs,
-               CASE WHEN l.allocation = 'usage' THEN f.image_tags END,
-               s.cluster, s.timezone, s.currency
-        FROM ledger_charges AS l
-        LEFT JOIN mart_finance_daily AS f
-            ON f.day = l.day AND f.project = l.project AND f.bucket = l.bucket AND f.gpu_model = l.gpu_model
-        CROSS JOIN settings AS s
-        WHERE l.month = ?""", [month])
-    if not records:
+    settings = _fetch(con, "SELECT cluster, timezone, currency FROM settings", [])
+    rows = sorted(_stored(con, month), key=_sort_key)
+    if not rows or not settings:
         months = [r[0] for r in _fetch(con, "SELECT DISTINCT month FROM ledger_charges ORDER BY month", [])]
         held = ", ".join(months) if months else "none"
         raise YolocostError(f"no usage data for {month} in the database (months held: {held})")
-    cluster, timezone, currency = records[0][19:22]
+    cluster, timezone, currency = settings[0]
+    tags = {tuple(r[:4]): r[4] for r in _fetch(con, """
+        SELECT day, bucket, project, gpu_model, image_tags FROM mart_finance_daily
+        WHERE month = ? AND image_tags IS NOT NULL""", [month])}
     places = minor_unit(currency)
     zero = Decimal(0).scaleb(-places)
-    rows = sorted((ChargeRow(*r[:19]) for r in records), key=_sort_key)
     projects: dict[str, Decimal] = {}
     for r in rows:
         projects[r.project] = projects.get(r.project, zero) + r.cost
     total = sum((r.cost for r in rows), zero)
     exact_total = sum((r.exact_cost for r in rows), Decimal(0))
     quantum = Decimal(1).scaleb(-places)
-    return MonthCents(month, cluster, timezone, currency, tuple(rows),
+    return MonthCents(month, cluster, timezone, currency, tuple(rows), tags,
                       {k: v.quantize(quantum) for k, v in projects.items()}, total.quantize(quantum), exact_total)
+
+
+def _stored(con: duckdb.DuckDBPyConnection, month: str) -> list[ledger.Charge]:
+    try:
+        return ledger.stored(con, month)
+    except duckdb.CatalogException as exc:
+        first = str(exc).splitlines()[0]
+        raise YolocostError(f"the database lacks a model the finance export reads ({first}); "
+                            "rebuild the models with `yolocost build`") from None
 
 
 def project_totals_cents(con: duckdb.DuckDBPyConnection, month: str) -> dict[str, Decimal]:
@@ -275,7 +250,7 @@ def _float(value: float | None, decimals: int = 6) -> str:
     return out[1:] if out.startswith("-") and float(out) == 0 else out
 
 
-def _description(row: ChargeRow) -> str:
+def _description(row: ledger.Charge) -> str:
     what = "Energy drawn by" if row.charge_kind == "energy" else "GPU-hours on"
     on = f"{what} {row.gpu_model}"
     day = row.day.isoformat()
@@ -289,7 +264,7 @@ def _description(row: ChargeRow) -> str:
     return f"{on} for project {row.project} on {day}"
 
 
-def _tags(row: ChargeRow) -> str:
+def _tags(row: ledger.Charge) -> str:
     return json.dumps({"project": row.project, "bucket": row.bucket, "gpu_model": row.gpu_model,
                        "charge_kind": row.charge_kind, "allocation": ALLOCATION_LABELS[row.allocation]},
                       ensure_ascii=False, sort_keys=True, separators=(",", ":"))
@@ -350,7 +325,8 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
             "x_ChargeDate": row.day.isoformat(),
             "x_TimeZone": data.timezone,
             "x_Jobs": str(int(row.jobs)),
-            "x_ImageTag": row.image_tags or "",
+            "x_ImageTag": (data.image_tags.get((row.day, row.bucket, row.project, row.gpu_model), "")
+                           if row.allocation == ledger.USAGE else ""),
             "x_EffectiveComputeDensity": _float(row.density),
             "x_IdleGpuHours": _fixed(Decimal(row.idle_gpu_seconds or 0) / 3600, _MICRO) if idle else "",
             "x_IdleCost": _fixed(row.idle_cost or 0, cent) if idle else "",

@@ -123,6 +123,11 @@ class Charge:
     jobs: int
 
     @property
+    def density(self) -> float | None:
+        """Busy seconds / present seconds of the held time behind the row."""
+        return float(self.seconds_busy / self.seconds_present) if self.seconds_present else None
+
+    @property
     def sort_key(self) -> tuple:
         return (BUCKET_ORDER.get(self.bucket, 9), self.bucket, self.project, self.allocation,
                 KIND_ORDER[self.charge_kind], self.gpu_model, self.day, self.sku_price_id)
@@ -271,6 +276,12 @@ def _charges(con: duckdb.DuckDBPyConnection, month: str) -> list[Charge]:
                pricing_unit, quantity, cost, NULL, idle_cost, NULL, NULL, NULL, gpu_seconds, idle_gpu_seconds,
                seconds_present, seconds_busy, jobs
         FROM mart_charge_daily WHERE month = '{month}'""").fetchall()
+    return [Charge(*r) for r in found]
+
+
+def stored(con: duckdb.DuckDBPyConnection, month: str) -> list[Charge]:
+    """The ledger_charges rows of one month as stored (in no particular order)."""
+    found = con.execute(f"SELECT {', '.join(CHARGE_COLUMNS)} FROM ledger_charges WHERE month = ?", [month]).fetchall()
     return [Charge(*r) for r in found]
 
 

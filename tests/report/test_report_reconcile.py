@@ -83,8 +83,13 @@ def num(cell: str) -> Decimal | None:
     return D(cell.replace(",", "")) if NUMBER.match(cell) else None
 
 
+def heads(table: dict) -> list[str]:
+    """The header cells without a currency suffix ('Cost (USD)' -> 'Cost')."""
+    return [re.sub(r" \([A-Z]{3}\)$", "", h) for h in (table["thead"][0] if table["thead"] else [])]
+
+
 def column(table: dict, header: str) -> int | None:
-    head = table["thead"][0] if table["thead"] else []
+    head = heads(table)
     return head.index(header) if header in head else None
 
 
@@ -132,11 +137,11 @@ def test_every_table_adds_up_to_its_printed_total(rendered):
     """Each money, GPU-hour and job-count column of every table with a total row: the rows
     (including an 'other' row) add up to the total, to the cent and to the tenth."""
     checked = 0
-    for stem in rendered.stems():
+    for stem in rendered.stems() + ["summary"]:
         for table in tables(rendered.file(stem, "html")):
             if not table["tfoot"] or not table["thead"]:
                 continue
-            head, foot = table["thead"][0], table["tfoot"][0]
+            head, foot = heads(table), table["tfoot"][0]
             for i, name in enumerate(head):
                 if not ADDITIVE.search(name) or i >= len(foot) or num(foot[i]) is None:
                     continue
@@ -149,9 +154,9 @@ def test_every_table_adds_up_to_its_printed_total(rendered):
 
 def test_gpu_plus_energy_is_cost_in_every_row(rendered):
     checked = 0
-    for stem in rendered.stems():
+    for stem in rendered.stems() + ["summary"]:
         for table in tables(rendered.file(stem, "html")):
-            head = table["thead"][0] if table["thead"] else []
+            head = heads(table)
             gpu = [i for i, h in enumerate(head) if h in ("GPU cost", "Held GPU cost", "Unallocated GPU cost")]
             if "Energy cost" not in head or "Cost" not in head or not gpu:
                 continue
@@ -185,6 +190,16 @@ def test_a_figure_has_the_same_cents_everywhere(rendered, csv_rows):
     # GPU models: admin table = CSV pivoted by GPU model
     for row in gpu_models["tbody"]:
         assert num(row[column(gpu_models, "Cost")]) == csv_sum(csv_rows, x_GpuModel=row[0]), row[0]
+
+    # the summary: its cards and its project table, the same cents
+    summary = rendered.file("summary", "html")
+    values = [num(v.replace(" USD", "")) for v in re.findall(
+        r'<div class="v">(.*?)</div>', html.unescape(summary.read_text(encoding="utf-8")))]
+    assert total in values and unallocated in values and admin_cards["Idle waste"] in values
+    (summary_projects,) = tables(summary)
+    for row in summary_projects["tbody"]:
+        assert num(row[column(summary_projects, "Cost")]) == cell(projects, row[0], "Cost"), row[0]
+    assert cell(summary_projects, "Total", "Cost", "tfoot") == total
 
     audiences = {a.project: a for a in rendered.result.audiences if a.project is not None}
     for name, audience in audiences.items():
