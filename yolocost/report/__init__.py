@@ -5,7 +5,9 @@ month's other documents.
 
 writes into `<report_dir>/2026-10/`: `admin.html`/`admin.pdf` (every project side by side)
 and `project-<slug>.html`/`.pdf` per project, which show that project's own jobs and users
-and the cluster only as its share (formats html, pdf); `summary.html`, the one-page summary
+and the cluster only as its share (formats html, pdf), with `project-<slug>.csv` beside
+them: the project's job table (every job of the month, jobs.py), written whenever the
+project's report is, in html or pdf; `summary.html`, the one-page summary
 (yolocost.summary; format summary); `finance-2026-10.csv`, the finance CSV
 (yolocost.finance, the same bytes as `yolocost export finance`; format csv); and
 `index.html`, which lists the folder's files with the month's coverage and total (index.py;
@@ -14,7 +16,7 @@ place only when all of them are complete. The section data come from the marts o
 the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
 carries the same figures as vector SVG through kaleido and WeasyPrint (pdf.py). The pages
 are Jinja templates (reports/templates/: report.html, sections/*.html, style.css,
-print.css, charts.js), each of which a user's templates folder may override by file name.
+print.css, charts.js, tables.js), each of which a user's templates folder may override by file name.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..config import Config
 from ..errors import YolocostError
 from ..outputs import cannot_write, write_output
 from ..templating import environment, template_errors
-from . import charts, data
+from . import charts, data, jobs
 from . import html as html_out
 from . import index as month_index
 
@@ -58,7 +60,9 @@ ADMIN_SECTIONS = (
     ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
     ("rate_card", "Prices"),
 )
-PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated"))
+# a project's report ends with every job of its month (in the PDF: an appendix); the admin
+# report has too many jobs for that
+PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated")) + (("jobs", "Jobs"),)
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,8 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
         "month": month,
         "previous_month": data.previous_month(month),
         "audience": {"admin": admin, "project": audience.project,
-                     "title": "All projects" if admin else audience.project},
+                     "title": "All projects" if admin else audience.project,
+                     "csv": None if admin else f"{audience.stem}.csv"},
         "sections": [{"id": s, "title": t} for s, t in (ADMIN_SECTIONS if admin else PROJECT_SECTIONS)],
         "cluster_name": config.cluster,
         "currency": config.currency,
@@ -395,7 +400,7 @@ def _move_into_place(staged: list[Path], folder: Path, progress: Progress) -> li
     return targets
 
 
-STALE_REPORT = re.compile(r"project-.+\.(?:html|pdf)")
+STALE_REPORT = re.compile(r"project-.+\.(?:html|pdf|csv)")
 # what a run killed outright (SIGKILL, power loss) left: its staging folder, or the temporary
 # file of a report written in place by an earlier version
 LEFT_BEHIND = re.compile(r"\.report-.+\.tmp|\.(?:admin|project-.+)\.(?:html|pdf)\.tmp")
@@ -403,9 +408,9 @@ LEFT_BEHIND_AGE = 3600.0  # s: older than any run, so never another run's work i
 
 
 def _remove_stale(folder: Path, projects: Sequence[str], month: str, progress: Progress) -> list[Path]:
-    """Remove the project reports of projects the month no longer holds (`project-*.html` and
-    `.pdf`, names only yolocost gives; other files in the folder are left alone), and what
-    runs killed outright left behind over an hour ago."""
+    """Remove the project reports of projects the month no longer holds (`project-*.html`,
+    `.pdf` and `.csv`, names only yolocost gives; other files in the folder are left alone),
+    and what runs killed outright left behind over an hour ago."""
     current = {f"project-{s}" for s in project_slugs(projects).values()}
     removed = []
     for path in sorted(folder.iterdir()):
@@ -428,7 +433,7 @@ def _age(path: Path) -> float:
 
 def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
             result: "ReportResult", chromium: str, progress: Callable[[str], None]) -> None:
-    """Write each audience's HTML and PDF files."""
+    """Write each audience's HTML and PDF files, and each project's job CSV (whatever the formats)."""
     if "html" in formats:
         started = time.monotonic()
         for audience in chosen:
@@ -466,3 +471,8 @@ def _render(config: Config, month: str, chosen, formats, reports, figures, page,
         progress(f"SVG export {exporting:.1f} s ({pdf.TABS} tabs); WeasyPrint {printer.seconds:.1f} s of work "
                  f"in {printer.workers} process(es)")
         result.pdf_seconds = time.monotonic() - started
+
+    for audience in chosen:
+        if audience.project is not None:
+            table = jobs.to_csv(reports[audience]["jobs"])
+            _report_done([_write(folder / f"{audience.stem}.csv", table)], result, progress)

@@ -28,6 +28,7 @@ from .. import finance, money
 from ..errors import YolocostError
 from . import ratecard
 from .actions import actions
+from .jobs import job_table
 
 MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 TOP = 15  # rows in ranking tables (idle waste, violations); the charts show the same rows
@@ -622,5 +623,6 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
         report["projects"] = projects(con, month, totals)
         report["unallocated"] = unallocated(con, month, totals)
     report["rate_card"] = ratecard.rate_card(con, month, project, currency)
+    report["jobs"] = None if project is None else job_table(con, month, project, timezone, currency)
     report["actions"] = actions(report, project, currency)
     return report

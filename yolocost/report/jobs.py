@@ -1,0 +1,157 @@
+"""The job table of a project report: every job the project ran in the month.
+
+One row per job of mart_job_month (a job that crosses a month boundary has a row in each
+month it held a GPU). Cost, idle cost and GPU-hours are the stored ones of ledger_job_month:
+the project's own-usage cents and tenths of GPU-hours shared over its jobs once, when the
+models were built (yolocost.ledger), so the rows add up exactly to the project's own-usage
+total in ledger_charges (allocation 'usage'). Nothing is rounded here: money is only checked
+to be whole minor units of the currency. Density (busy / present seconds, a ratio) comes
+from mart_job_month; mAP50 and mAP50-95 (final validation, best weights) and the start and
+end from mart_job. Start is the job's start label (or its first interval held); end is empty
+for a job that had not ended by the last data.
+
+Every table is read with `WHERE project = ? AND bucket = 'project'`: no other project's row
+is read. The same rows make the HTML section `jobs`, the PDF's appendix and the report's
+`project-<slug>.csv` (`to_csv`).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import math
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import duckdb
+
+from .. import money
+from ..queries import csv_safe
+
+# the CSV's columns in file order; numbers are plain decimals, text goes through csv_safe
+CSV_COLUMNS = ("job_id", "user", "model_type", "gpu_models", "image_tag", "start", "end", "gpu_hours",
+               "density", "idle_cost", "cost", "currency", "map50", "map50_95")
+_TEXT = frozenset({"job_id", "user", "model_type", "gpu_models", "image_tag", "currency"})
+RATIO_DECIMALS = 6  # density and mAP in the CSV
+
+SQL = """
+SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_status,
+       coalesce(j.start_time, j.first_interval) AS start_time, j.end_time,
+       l.gpu_hours, l.idle_gpu_hours, m.seconds_busy, m.seconds_present, m.density,
+       l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95
+FROM ledger_job_month AS l
+JOIN mart_job_month AS m
+  ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
+LEFT JOIN mart_job AS j
+  ON j.job_id = l.job_id AND j.project = ? AND j.bucket = 'project'
+WHERE l.month = ? AND l.project = ? AND l.bucket = 'project'
+ORDER BY l.cost DESC, l.job_id"""
+
+SHARE_SQL = """
+SELECT sum(cost) FROM ledger_charges
+WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'unallocated share'"""
+
+
+def _minor(value: Any, places: int) -> Decimal:
+    """A stored amount in the currency's minor units (DECIMAL(38, 4) holds 12.3400 for 12.34),
+    with exactly `places` decimals; anything finer is a bug in the ledger, not a rounding case."""
+    amount = Decimal(0) if value is None else Decimal(value)
+    whole = amount.quantize(Decimal(1).scaleb(-places))
+    if whole != amount:
+        raise ValueError(f"{amount} is not a whole number of minor units ({places} decimals)")
+    return whole
+
+
+def _ratio(value: float | None) -> float | None:
+    """Floats to 10 significant digits (as yolocost.report.data.rows): stable between runs."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.10g}")
+
+
+def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone: str, currency: str) -> dict:
+    """The project's jobs of the month, most expensive first, with the totals the rows add up to."""
+    places = money.minor_unit(currency)
+    tz = ZoneInfo(timezone)
+    cur = con.execute(SQL, [project, project, month, project])
+    names = [d[0] for d in cur.description]
+    jobs = []
+    busy = present = Decimal(0)
+    for values in cur.fetchall():
+        r = dict(zip(names, values))
+        start, end = r.pop("start_time"), r.pop("end_time")
+        busy += Decimal(r.pop("seconds_busy") or 0)
+        present += Decimal(r.pop("seconds_present") or 0)
+        r["start"] = _when(start, tz)
+        r["end"] = _when(end, tz)
+        for key in ("gpu_cost", "energy_cost", "idle_cost", "cost"):
+            r[key] = _minor(r[key], places)
+        r["gpu_hours"] = Decimal(r["gpu_hours"])
+        r["idle_gpu_hours"] = Decimal(r["idle_gpu_hours"])
+        for key in ("density", "map50", "map50_95"):
+            r[key] = _ratio(r[key])
+        jobs.append(r)
+    share = con.execute(SHARE_SQL, [month, project]).fetchone()[0]
+    zero_cents = _minor(0, places)
+    return {
+        "rows": jobs,
+        "currency": currency,
+        "places": places,
+        "timezone": timezone,
+        "jobs": len(jobs),
+        "cost": sum((j["cost"] for j in jobs), zero_cents),
+        "idle_cost": sum((j["idle_cost"] for j in jobs), zero_cents),
+        "gpu_hours": sum((j["gpu_hours"] for j in jobs), Decimal("0.0")),
+        "idle_gpu_hours": sum((j["idle_gpu_hours"] for j in jobs), Decimal("0.0")),
+        "density": _ratio(float(busy / present)) if present else None,
+        "unallocated_share": _minor(share, places) if share is not None else None,
+    }
+
+
+def _when(moment: dt.datetime | None, tz: ZoneInfo) -> dict | None:
+    """A moment in the report's time zone: `text` to show, `iso` (ISO 8601 with the offset,
+    for the CSV) and `epoch` (seconds, to sort by)."""
+    if moment is None:
+        return None
+    local = moment.astimezone(tz)
+    return {"text": local.strftime("%Y-%m-%d %H:%M"), "iso": local.isoformat(), "epoch": int(moment.timestamp())}
+
+
+def _plain(value: Any, decimals: int = RATIO_DECIMALS) -> str:
+    """A number as plain digits ('' for none): Decimals as stored, floats to `decimals`."""
+    if value is None:
+        return ""
+    if isinstance(value, Decimal):
+        return f"{value:f}"
+    out = f"{value:.{decimals}f}"
+    return out[1:] if out.startswith("-") and float(out) == 0 else out
+
+
+def csv_rows(table: dict) -> list[dict[str, str]]:
+    """The CSV's rows as {column: text}, in the report's order."""
+    out = []
+    for j in table["rows"]:
+        out.append({
+            "job_id": j["job_id"], "user": j["user_name"] or "", "model_type": j["model_type"] or "",
+            "gpu_models": j["gpu_models"] or "", "image_tag": j["image_tag"] or "",
+            "start": j["start"]["iso"] if j["start"] else "", "end": j["end"]["iso"] if j["end"] else "",
+            "gpu_hours": _plain(j["gpu_hours"]), "density": _plain(j["density"]),
+            "idle_cost": _plain(j["idle_cost"]), "cost": _plain(j["cost"]), "currency": table["currency"],
+            "map50": _plain(j["map50"]), "map50_95": _plain(j["map50_95"]),
+        })
+    return out
+
+
+def to_csv(table: dict) -> str:
+    """The job table as CSV text: RFC 4180 (CRLF line ends, quotes where needed), a header
+    row, one row per job; text cells neutralized against formula injection
+    (yolocost.queries.csv_safe), numbers as plain decimals, money in whole minor units of the
+    currency. Nothing depends on when it is written: the same database gives the same bytes."""
+    buf = io.StringIO(newline="")
+    writer = csv.writer(buf, lineterminator="\r\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in csv_rows(table):
+        writer.writerow([csv_safe(row[c]) if c in _TEXT else row[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
