@@ -296,7 +296,8 @@ def build(state: State):
               help="admin, project:NAME or all (admin and every project); repeatable.")
 @click.option("--format", "formats", default="all", show_default=True, metavar="LIST",
               help="Comma-separated: html, pdf (the reports), summary (summary.html), csv (the finance CSV), "
-                   "index (index.html), or all. PDF needs Chromium (apt-get install chromium).")
+                   "index (index.html), or all. PDF needs Chromium (apt-get install chromium). Each project's "
+                   "job CSV is written with its report, in html or pdf.")
 @click.option("--templates", "templates_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Your own report templates, overriding the shipped ones by file name "
                    "(default: [reports] templates_dir).")
@@ -306,8 +307,11 @@ def report(state: State, month, audiences, formats, templates_dir):
 
     admin.html/.pdf shows every project side by side for the department admins;
     project-<slug>.html/.pdf shows one project's own jobs and users, and the cluster only
-    as the project's share. The HTML is one self-contained file with interactive charts
-    that opens offline; the PDF (A4) carries the same charts as vector graphics.
+    as the project's share, ending with a table of every job of the month (sortable in the
+    HTML, an appendix in the PDF); project-<slug>.csv beside them has the same rows, written
+    whenever the project's report is (format html or pdf). The HTML is one self-contained
+    file with interactive charts that opens offline; the PDF (A4) carries the same charts as
+    vector graphics.
     summary.html is the month on one page; finance-YYYY-MM.csv is the finance CSV (the
     same bytes as `export finance`); index.html lists the folder's files (each project's
     report under its name) with the month's data coverage and total cost. --format picks

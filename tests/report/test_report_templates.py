@@ -8,7 +8,7 @@ import re
 
 from conftest import MONTH
 
-from yolocost.report import ADMIN_SECTIONS, render_reports
+from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, render_reports
 from yolocost.resources import shipped_dir
 
 
@@ -59,10 +59,9 @@ def test_shipped_templates_are_a_layout_and_one_partial_per_section():
     templates = shipped_dir("templates")
     assert (templates / "report.html").is_file() and (templates / "summary.html").is_file()
     names = {p.stem for p in (templates / "sections").glob("*.html")}
-    assert names == {s for s, _ in ADMIN_SECTIONS} >= {"headline", "actions", "trend", "daily", "projects", "users",
-                                                      "gpu_models", "image_tags", "density", "idle_waste",
-                                                      "leaderboard", "breakers", "tag_violations", "unallocated",
-                                                      "rate_card"}
+    assert names == {s for s, _ in ADMIN_SECTIONS + PROJECT_SECTIONS} >= {
+        "headline", "actions", "trend", "daily", "projects", "users", "gpu_models", "image_tags", "density",
+        "idle_waste", "leaderboard", "breakers", "tag_violations", "unallocated", "rate_card", "jobs"}
 
 
 def test_a_broken_override_is_one_line_naming_its_file_and_line(sample_db, tmp_path):
