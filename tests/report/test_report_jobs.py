@@ -326,3 +326,21 @@ def test_stale_project_csvs_are_removed_and_the_months_kept(sample_db, tmp_path)
             in result.stderr)
     for name in names[1:]:  # a current project's CSV (not rendered this run) and the user's files stay
         assert (month / name).read_bytes() == old
+
+
+def test_unallocated_capacity_shared_to_a_project_is_no_jobs_cost(built_db, tmp_path):
+    """Under [allocation] unallocated = "proportional" the project also carries the idle GPU's
+    hour (2.93): the jobs still add up to the project's own use (2 h x 2.93 = 5.86), and the
+    share is stated beside the table."""
+    usage = (usage_run("2026-10-01T00:00Z", 12, "GPU-0", "a") + usage_run("2026-10-01T01:00Z", 12, "GPU-0", "b")
+             + usage_run("2026-10-01T00:00Z", 12, "GPU-1", None))
+    jobs = [job_row("a", project="p1", end="2026-10-01T01:00Z"), job_row("b", project="p1", end="2026-10-01T02:00Z")]
+    db = built_db(usage, jobs=jobs, allocation={"unallocated": "proportional"})
+    config = dataclasses.replace(db.config, report_dir=tmp_path / "out")
+    result = render_reports(config, MONTH, ["project:p1"], ["html"])
+    stem = result.audiences[0].stem
+    rows = _read_csv(result.folder / f"{stem}.csv")
+    assert sorted(r["cost"] for r in rows) == ["2.93", "2.93"]
+    page = (result.folder / f"{stem}.html").read_text(encoding="utf-8")
+    assert "The project also carries 2.93 USD of unallocated capacity" in page
+    assert _amount(_html_table(result.folder / f"{stem}.html").foot[-3]) == Decimal("5.86")
