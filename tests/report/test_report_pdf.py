@@ -80,8 +80,8 @@ def test_pdf_pages_render_to_images(rendered, tmp_path):
 def test_progress_goes_through_the_callback(rendered):
     lines = rendered.result.progress
     assert any(line.startswith("starting Chromium") for line in lines)
-    # 7 audiences x HTML, PDF; the summary, the finance CSV and the index
-    assert sum(line.startswith("wrote ") for line in lines) == 14 + 3
+    # 7 audiences x HTML, PDF; 6 project job CSVs; the summary, the finance CSV and the index
+    assert sum(line.startswith("wrote ") for line in lines) == 14 + 6 + 3
 
 
 @pytest.mark.parametrize("script", ["exec sleep 987654", "exit 1"])
