@@ -71,7 +71,7 @@ def test_report_writes_the_reports_summary_csv_and_index_into_the_month_folder(r
                                    "AND bucket = 'project'", [MONTH])]
     stems = ["admin"] + [f"project-{s}" for s in project_slugs(projects).values()]
     expected = {f"{s}.{x}" for s in stems for x in ("html", "pdf")} | {
-        "summary.html", f"finance-{MONTH}.csv", "index.html"}
+        "summary.html", f"finance-{MONTH}.csv", "index.html"} | {f"{s}.csv" for s in stems[1:]}  # job tables
     present = {p.name for p in rendered.folder.iterdir()}
     assert present == expected and {p.name for p in rendered.result.files} == expected
     assert rendered.result.finance.path == rendered.folder / f"finance-{MONTH}.csv"
@@ -82,8 +82,9 @@ def test_format_html_writes_only_the_html_reports(workdir):
     result = _run([*db, "report", "--month", MONTH, "--format", "html"], folder)
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in (folder / "reports" / MONTH).iterdir())
-    assert names[0] == "admin.html" and len(names) == 7
-    assert all(re.fullmatch(r"admin\.html|project-[a-z0-9-]+\.html", n) for n in names), names
+    assert names[0] == "admin.html" and len(names) == 13  # admin, and each project's report and job CSV
+    assert all(re.fullmatch(r"admin\.html|project-[a-z0-9-]+\.(html|csv)", n) for n in names), names
+    assert {n[:-4] for n in names if n.endswith(".csv")} == {n[:-5] for n in names[1:] if n.endswith(".html")}
 
 
 def test_the_csv_report_writes_is_byte_identical_to_export_finance(rendered, workdir):
@@ -194,7 +195,7 @@ def test_index_lists_every_file_under_its_project_name_with_links_that_resolve(r
     slugs = project_slugs(projects)
     assert set(rows) == set(projects) and "视觉质检" in rows and slugs["视觉质检"] != "视觉质检"
     for project, hrefs in rows.items():
-        assert hrefs == [f"project-{slugs[project]}.html", f"project-{slugs[project]}.pdf"], project
+        assert hrefs == [f"project-{slugs[project]}.{x}" for x in ("html", "pdf", "csv")], project
     config = rendered.config
     assert f"Cluster {config.cluster}" in text and f"Currency {config.currency}" in text
 
@@ -290,7 +291,8 @@ def test_index_escapes_a_project_name_that_is_markup(built_db, tmp_path):
     assert hostile not in raw and html.escape(hostile, quote=False) in raw
     _, links, rows = _index(folder)
     stem = f"project-{project_slugs([hostile])[hostile]}"
-    assert rows == {hostile: [f"{stem}.html"]} and set(links) == {"admin.html", f"{stem}.html"}
+    assert rows == {hostile: [f"{stem}.html", f"{stem}.csv"]} and set(links) == {"admin.html", f"{stem}.html",
+                                                                              f"{stem}.csv"}
 
 
 def test_summary_shows_the_unallocated_share_of_each_project_and_still_adds_up(built_db, tmp_path):
