@@ -7,7 +7,8 @@ process and through the CLI exactly as a user runs it:
     build     yolocost --config CFG --db DB build            (marts rebuilt from the raw tables)
     html      yolocost --config CFG --db DB report --month 2026-10 --format html
     pdf       yolocost --config CFG --db DB report --month 2026-10 --format pdf
-    export    yolocost --config CFG --db DB export finance --month 2026-10
+    export    yolocost --config CFG --db DB report --month 2026-10 --format csv,summary,index
+              (the finance CSV, the one-page summary and the month's index)
 
 For each step: wall time, CPU time (wait4's: the yolocost process and the child processes
 it reaped), peak RSS of the yolocost process (wait4's ru_maxrss) and peak RSS of its whole
@@ -334,7 +335,7 @@ def main() -> None:
         ("build", base + ["build"]),
         ("html", base + ["report", "--month", MONTH, "--format", "html"]),
         ("pdf", base + ["report", "--month", MONTH, "--format", "pdf"]),
-        ("export", base + ["export", "finance", "--month", MONTH]),
+        ("export", base + ["report", "--month", MONTH, "--format", "csv,summary,index"]),
     ]
     steps = []
     for name, argv in plan:

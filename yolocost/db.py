@@ -178,14 +178,13 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("COMMIT")
 
 
-# Writes run on one thread. With more, DuckDB 2.0.0 crashes now and then (a segfault, or
-# "Corrupted ALP/bitpacking segment") while the models are rebuilt in the transaction that
-# has just replaced a large window of rows: replacing all of October in the sample month's
-# database crashed 4 of 25 runs with 2 threads and none of 46 with one. The build takes
-# about 1.4 times as long; reading (reports, queries) keeps every thread. On one thread
-# DuckDB keeps a transaction's new rows in memory until 5 row groups have piled up; writing
-# each row group out as it fills keeps the models a transaction builds off the heap.
-WRITE_SETTINGS = {"threads": 1, "write_buffer_row_group_count": 1}
+# Writes use DuckDB's threads. DuckDB 2.0.0 crashed now and then (a segfault, or "Corrupted
+# ALP/bitpacking segment") while the models were rebuilt in the transaction that had just
+# replaced a large window of rows, on any number of threads; yolocost pins the 1.5 line,
+# which passed every stress run on one thread and on two (BENCHMARKS.md, "DuckDB
+# stability"). Each row group is written out as it fills, which keeps the models a
+# transaction builds off the heap (DuckDB otherwise keeps up to 5 in memory).
+WRITE_SETTINGS = {"write_buffer_row_group_count": 1}
 
 
 @contextlib.contextmanager

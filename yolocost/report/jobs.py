@@ -21,6 +21,7 @@ import csv
 import datetime as dt
 import io
 import math
+import unicodedata
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -95,7 +96,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         jobs.append(r)
     share = con.execute(SHARE_SQL, [month, project]).fetchone()[0]
     zero_cents = _minor(0, places)
-    return {
+    table = {
         "rows": jobs,
         "currency": currency,
         "places": places,
@@ -108,6 +109,68 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         "density": _ratio(float(busy / present)) if present else None,
         "unallocated_share": _minor(share, places) if share is not None else None,
     }
+    table["listing"] = listing(table)
+    return table
+
+
+# --------------------------------------------------------------------------- the PDF appendix
+#
+# A PDF lays a table out cell by cell: hundreds of jobs in a table took WeasyPrint about 3.5 s
+# a project (most of the monthly PDF run at 1,000 GPUs), lines of monospaced text about a
+# twelfth of that. So the PDF prints the job list as aligned text, in blocks of a page or
+# less, each with the column header; the HTML keeps the sortable table.
+
+LISTING_HEADER = ("Job", "User", "Model", "GPU model", "Image tag", "Start", "End", "GPU-hours", "Density",
+                  "Idle cost", "Cost", "mAP50", "mAP50-95")
+_RIGHT = frozenset(LISTING_HEADER[7:])
+PAGE_CHARS_AT_1PT = 768 / 0.5  # 271 mm of landscape A4 line, a half-width character 0.5 em wide
+PAGE_LINES_AT_1PT = 470 / 1.25  # 176 mm of landscape A4 page less the running header, lines 1.25 em
+HEADING_PT = 120                 # the appendix's heading and notes on its first page
+
+
+def _width(text: str) -> int:
+    """Columns the text takes in a monospaced CJK font: wide characters count two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    fill = " " * (width - _width(text))
+    return fill + text if right else text + fill
+
+
+def listing(table: dict) -> dict:
+    """The job list as aligned text lines for the PDF: `header`, `blocks` of row lines, the
+    `rule` and `total` lines, and the `font_size` (pt, at most 7) that fits the widest line
+    on a landscape A4 page."""
+    places = table["places"]
+
+    def cash(v) -> str:
+        return f"{v:,.{places}f}"
+
+    cells = []
+    for j in table["rows"]:
+        cells.append((
+            j["job_id"], j.get("user_name") or "", j.get("model_type") or "", j.get("gpu_models") or "",
+            j.get("image_tag") or "", j["start"]["text"] if j["start"] else "", j["end"]["text"] if j["end"] else "",
+            f"{j['gpu_hours']:,.1f}", "" if j["density"] is None else f"{j['density'] * 100:.1f} %",
+            cash(j["idle_cost"]), cash(j["cost"]), "" if j["map50"] is None else f"{j['map50']:.3f}",
+            "" if j["map50_95"] is None else f"{j['map50_95']:.3f}"))
+    total = ("Total", f"{table['jobs']} job{'' if table['jobs'] == 1 else 's'}", "", "", "", "", "",
+             f"{table['gpu_hours']:,.1f}", "" if table["density"] is None else f"{table['density'] * 100:.1f} %",
+             cash(table["idle_cost"]), cash(table["cost"]), "", "")
+    widths = [max(_width(row[i]) for row in [LISTING_HEADER, total, *cells]) for i in range(len(LISTING_HEADER))]
+
+    def line(row) -> str:
+        return "  ".join(_pad(v, w, name in _RIGHT) for v, w, name in zip(row, widths, LISTING_HEADER)).rstrip()
+
+    lines = [line(c) for c in cells]
+    chars = sum(widths) + 2 * (len(widths) - 1)
+    size = min(7.0, math.floor(PAGE_CHARS_AT_1PT / chars * 10) / 10)
+    per_page = int(PAGE_LINES_AT_1PT / size) - 3  # the header, the rule and the total
+    first = max(1, per_page - int(HEADING_PT / (1.25 * size)))
+    blocks = [lines[:first]] + [lines[i:i + per_page] for i in range(first, len(lines), per_page)]
+    return {"header": line(LISTING_HEADER), "blocks": [b for b in blocks if b], "rule": "-" * chars,
+            "total": line(total), "font_size": size}
 
 
 def _when(moment: dt.datetime | None, tz: ZoneInfo) -> dict | None:
