@@ -28,7 +28,8 @@ SELECT
     sum(u.idle_cost) AS idle_cost,
     sum(u.energy_mj) AS energy_mj,
     CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
-    sum(u.power_energy_j) / 3.6e6 AS power_energy_kwh,
+    sum(u.power_energy_j) AS power_energy_j,
+    CAST(sum(u.power_energy_j) AS DOUBLE) / 3.6e6 AS power_energy_kwh,
     max(u.mem_peak_mib) AS mem_peak_mib
 FROM int_usage_gpu_day AS u
 JOIN int_jobs AS j ON j.job_id = u.job_id

@@ -32,7 +32,8 @@ SELECT
     u.mem_peak_mib,
     u.power_mean_w,
     coalesce(u.energy_mj, 0) AS energy_mj,
-    u.power_mean_w * u.seconds_present AS power_energy_j
+    -- to the millijoule in a DECIMAL: sums of it are exact, the same on any number of threads
+    CAST(round(u.power_mean_w * u.seconds_present, 3) AS DECIMAL(18, 3)) AS power_energy_j
 FROM gpu_usage AS u
 CROSS JOIN settings AS s
 LEFT JOIN (SELECT DISTINCT gpu_model FROM prices) AS mig
