@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import finance, money
+from .. import money
 from ..errors import YolocostError
 from . import ratecard
 from .actions import actions
@@ -301,7 +301,7 @@ def _bucket_sums(con, month: str) -> list[dict]:
     return out
 
 
-def projects(con, month: str, totals: dict[str, Decimal]) -> list[dict]:
+def projects(con, month: str) -> list[dict]:
     """Admin only: every bucket of the month (ledger sums, see _bucket_sums) with jobs, users
     and density from mart_project_month and last month's billed cents, and the change where
     both months are whole."""
@@ -332,7 +332,7 @@ _JOBS = """
     JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id"""
 
 
-def users(con, month: str, project: str | None, totals: dict[str, Decimal]) -> list[dict]:
+def users(con, month: str, project: str | None) -> list[dict]:
     """Cost per user (x project for the admin): sums of the ledger's job cents, so the rows of
     a project add up to its own-usage cost."""
     where, params = _scope(project, "l")
@@ -348,7 +348,7 @@ def users(con, month: str, project: str | None, totals: dict[str, Decimal]) -> l
         ORDER BY cents DESC, l.project, user_name""", [month, *params])
 
 
-def gpu_models(con, month: str, project: str | None, totals: dict[str, Decimal]) -> list[dict]:
+def gpu_models(con, month: str, project: str | None) -> list[dict]:
     """Admin: capacity, held and unallocated time and cost per GPU model. A project: its own
     GPU-hours and cost per model. Ledger sums: held + unallocated GPU cost + energy = cost."""
     if project is None:
@@ -456,7 +456,7 @@ def idle_waste(con, month: str, project: str | None) -> dict:
         groups = [{"name": u["user_name"], "bucket": u["bucket"], "idle_gpu_hours": u["idle_gpu_hours"],
                    "idle_cents": u["idle_cost"], "gpu_hours": u["gpu_hours"],
                    "idle_share": float(u["idle_gpu_hours"] / u["gpu_hours"]) if u["gpu_hours"] else None}
-                  for u in users(con, month, project, {})]
+                  for u in users(con, month, project)]
         groups.sort(key=lambda g: (-g["idle_cents"], g["name"]))
         label = "User"
     return {"jobs": jobs, "groups": groups, "group_label": label}
@@ -539,7 +539,7 @@ def tag_violations(con, month: str, project: str | None) -> dict:
             "cents": sum((s["cents"] for s in by_status), Decimal(0))}
 
 
-def unallocated(con, month: str, totals: dict[str, Decimal]) -> dict:
+def unallocated(con, month: str) -> dict:
     """Admin only: capacity nobody held, per GPU model (ledger sums: GPU time and the energy
     idle GPUs drew, the '(unallocated)' row of the project table) and per host (GPU time: each
     model's unallocated GPU cents and tenths of GPU-hours shared over its hosts by their exact
@@ -605,13 +605,12 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
     from .trend import trend  # trend reads this module's helpers
 
     tz = ZoneInfo(timezone)
-    totals = printed_totals(con, month, project)
     report: dict[str, Any] = {
         "headline": headline(con, month, project),
         "trend": trend(con, month, project),
         "daily": daily(con, month, project),
-        "users": users(con, month, project, totals),
-        "gpu_models": gpu_models(con, month, project, totals),
+        "users": users(con, month, project),
+        "gpu_models": gpu_models(con, month, project),
         "image_tags": image_tags(con, month, project),
         "density": density(con, month, project),
         "idle_waste": idle_waste(con, month, project),
@@ -620,8 +619,8 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
         "tag_violations": tag_violations(con, month, project),
     }
     if project is None:
-        report["projects"] = projects(con, month, totals)
-        report["unallocated"] = unallocated(con, month, totals)
+        report["projects"] = projects(con, month)
+        report["unallocated"] = unallocated(con, month)
     report["rate_card"] = ratecard.rate_card(con, month, project, currency)
     report["jobs"] = None if project is None else job_table(con, month, project, timezone, currency)
     report["actions"] = actions(report, project, currency)
