@@ -160,3 +160,20 @@ def test_cap_moves_excess_to_the_parts_with_room():
 
 def test_policies_are_the_documented_ones():
     assert ledger.POLICIES == ("none", "proportional")
+
+
+@pytest.mark.parametrize("fmt, reader", [("html", "the report"), ("summary", "the summary"), ("csv", "the finance export")])
+def test_a_database_built_before_the_ledger_asks_for_a_build(built_db, fmt, reader):
+    """A database whose models an older yolocost built has no ledger tables: `report` says to
+    run `yolocost build` in one line (exit 2), whichever document it was asked for."""
+    import duckdb
+
+    from builders import assert_one_line_error, yolocost
+
+    db = built_db(USAGE, jobs=JOBS, prices=PRICES)
+    con = duckdb.connect(str(db.path))
+    con.execute("DROP TABLE ledger_charges")
+    con.execute("DROP TABLE ledger_job_month")
+    con.close()
+    result = yolocost("--db", str(db.path), "report", "--month", "2026-03", "--format", fmt, cwd=db.path.parent)
+    assert_one_line_error(result, f"lacks a model {reader} reads", "ledger_", "yolocost build")

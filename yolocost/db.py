@@ -208,6 +208,18 @@ def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckd
         con.close()
 
 
+@contextlib.contextmanager
+def models_needed(reader: str) -> Iterator[None]:
+    """A read of a model or ledger table the database lacks (built by an older yolocost, or
+    its models never built) as one line saying what to run, instead of DuckDB's catalog error."""
+    try:
+        yield
+    except duckdb.CatalogException as exc:
+        first = str(exc).splitlines()[0]
+        raise YolocostError(f"the database lacks a model {reader} reads ({first}); "
+                            "rebuild the models with `yolocost build`") from None
+
+
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the raw tables if they do not exist yet (schema.sql documents each one)."""
     con.execute((SQL_DIR / "schema.sql").read_text(encoding="utf-8"))

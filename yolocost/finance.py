@@ -151,12 +151,8 @@ def check_month(month: str) -> str:
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple]:
-    try:
+    with db.models_needed("the finance export"):
         return con.execute(sql, params).fetchall()
-    except duckdb.CatalogException as exc:
-        first = str(exc).splitlines()[0]
-        raise YolocostError(f"the database lacks a model the finance export reads ({first}); "
-                            "rebuild the models with `yolocost build`") from None
 
 
 def _sort_key(row: ledger.Charge) -> tuple:
@@ -194,12 +190,8 @@ def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
 
 
 def _stored(con: duckdb.DuckDBPyConnection, month: str) -> list[ledger.Charge]:
-    try:
+    with db.models_needed("the finance export"):
         return ledger.stored(con, month)
-    except duckdb.CatalogException as exc:
-        first = str(exc).splitlines()[0]
-        raise YolocostError(f"the database lacks a model the finance export reads ({first}); "
-                            "rebuild the models with `yolocost build`") from None
 
 
 def project_totals_cents(con: duckdb.DuckDBPyConnection, month: str) -> dict[str, Decimal]:

@@ -285,6 +285,34 @@ def stored(con: duckdb.DuckDBPyConnection, month: str) -> list[Charge]:
     return [Charge(*r) for r in found]
 
 
+# A month's totals as every document prints them: capacity nobody held counts whatever share
+# of it the "proportional" policy charged to projects (the admin report's "Unallocated
+# capacity"); GPU-hours held by jobs are own use of labelled and unlabeled jobs.
+MONTH_TOTALS = f"""
+    SELECT coalesce(sum(cost), 0) AS total,
+           coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
+           coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
+           coalesce(sum(cost) FILTER (WHERE bucket = 'unallocated' OR allocation = '{SHARE}'), 0)
+               AS unallocated_cost,
+           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated' OR allocation = '{SHARE}'), 0)
+               AS unallocated_gpu_hours,
+           coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cost,
+           coalesce(sum(gpu_hours), 0) AS capacity_gpu_hours,
+           coalesce(sum(gpu_hours) FILTER (WHERE bucket <> 'unallocated' AND allocation = '{USAGE}'), 0)
+               AS held_gpu_hours,
+           coalesce(sum(idle_cost), 0) AS idle_cost,
+           coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
+           count(*) AS rows
+    FROM ledger_charges WHERE month = ?"""
+
+
+def month_totals(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:
+    """The month's ledger totals (see MONTH_TOTALS) by name, or None when it holds no row of it."""
+    cur = con.execute(MONTH_TOTALS, [month])
+    found = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    return found if found["rows"] else None
+
+
 def _jobs(con: duckdb.DuckDBPyConnection, month: str) -> list[tuple]:
     return con.execute(f"""
         SELECT job_id, bucket, project, gpu_cost, energy_cost, idle_cost, gpu_seconds, idle_gpu_seconds

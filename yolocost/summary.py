@@ -15,9 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import db
+from . import db, ledger
 from .config import Config
-from .errors import YolocostError
 from .outputs import write_output
 from .templating import environment, template_errors
 
@@ -35,40 +34,17 @@ _LEDGER_PROJECTS = """
     GROUP BY bucket, project
     ORDER BY bucket = 'project' DESC, bucket = 'unallocated', cost DESC, project"""
 
-_LEDGER_MONTH = """
-    SELECT coalesce(sum(cost), 0) AS total,
-           coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
-           coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
-           -- capacity nobody held, whatever share of it was charged to projects (as the admin report)
-           coalesce(sum(cost) FILTER (WHERE bucket = 'unallocated' OR allocation = 'unallocated share'), 0)
-               AS unallocated_cost,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated' OR allocation = 'unallocated share'), 0)
-               AS unallocated_gpu_hours,
-           coalesce(sum(cost) FILTER (WHERE allocation = 'unallocated share'), 0) AS share_cost,
-           coalesce(sum(gpu_hours), 0) AS capacity_gpu_hours,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket <> 'unallocated' AND allocation = 'usage'), 0)
-               AS held_gpu_hours,
-           coalesce(sum(idle_cost), 0) AS idle_cost,
-           coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
-           count(*) AS rows
-    FROM ledger_charges WHERE month = ?"""
-
-
 def _rows(con, sql: str, params: list) -> list[dict]:
-    try:
+    with db.models_needed("the summary"):
         cur = con.execute(sql, params)
-    except duckdb.CatalogException as exc:
-        first = str(exc).splitlines()[0]
-        raise YolocostError(f"the database lacks a table the summary reads ({first}); "
-                            "rebuild the models with `yolocost build`") from None
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
 def ledger_month(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:
-    """The month's ledger sums (see _LEDGER_MONTH), or None when the ledger holds no row of it."""
-    found = _rows(con, _LEDGER_MONTH, [month])[0]
-    return found if found["rows"] else None
+    """The month's ledger totals (yolocost.ledger.month_totals), or None when the ledger holds no row of it."""
+    with db.models_needed("the summary"):
+        return ledger.month_totals(con, month)
 
 
 def summary_context(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> dict:

@@ -253,18 +253,19 @@ def render_reports(
 
     con = db.connect(config.database, read_only=True)
     try:
-        known = data.months_with_data(con)
-        if month not in known:
-            have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
-            raise YolocostError(f"{config.database}: no data for {month}{have}")
-        projects = data.month_projects(con, month)
-        chosen = resolve_audiences(list(audiences), projects, month)
-        reports = {}
-        for audience in chosen if wants_reports else ():
-            progress(f"reading the marts for the {audience.label} report")
-            reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
-                                             grain_seconds=config.grain_seconds, currency=config.currency)
-        extras = _read_extras(con, config, month, formats, progress)
+        with db.models_needed("the report"):  # a database of an older version
+            known = data.months_with_data(con)
+            if month not in known:
+                have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
+                raise YolocostError(f"{config.database}: no data for {month}{have}")
+            projects = data.month_projects(con, month)
+            chosen = resolve_audiences(list(audiences), projects, month)
+            reports = {}
+            for audience in chosen if wants_reports else ():
+                progress(f"reading the marts for the {audience.label} report")
+                reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
+                                                 grain_seconds=config.grain_seconds, currency=config.currency)
+            extras = _read_extras(con, config, month, formats, progress)
     finally:
         con.close()
 

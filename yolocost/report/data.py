@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import money
+from .. import ledger, money
 from ..errors import YolocostError
 from . import ratecard
 from .actions import actions
@@ -118,7 +118,7 @@ def month_projects(con, month: str) -> list[str]:
         con, "SELECT project FROM mart_project_month WHERE month = ? AND bucket = 'project' ORDER BY project", [month])]
 
 
-SHARE = "unallocated share"
+SHARE = ledger.SHARE
 # capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
 NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
 
@@ -134,17 +134,29 @@ def printed_totals(con, month: str, project: str | None = None) -> dict[str, Dec
         GROUP BY project ORDER BY project""", [month, *params])}
 
 
-def _own(con, month: str, project: str) -> dict | None:
-    """A project's own-usage ledger sums for the month (None when it held no GPU)."""
-    found = rows(con, f"""
-        SELECT sum(cost) FILTER (WHERE allocation = 'usage') AS total_cents,
+def project_sums(con, months: Sequence[str], project: str) -> dict[str, dict]:
+    """A project's ledger sums per month, from its own rows only: own use (`total_cents`), its
+    share of unallocated capacity, what it is billed, GPU-hours, idle waste and energy cost.
+    Months it held no GPU in are absent."""
+    marks = ", ".join("?" for _ in months)
+    return {r["month"]: r for r in rows(con, f"""
+        SELECT month,
+               coalesce(sum(cost) FILTER (WHERE allocation = 'usage'), 0) AS total_cents,
                coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
                sum(cost) AS billed_cents,
-               sum(gpu_hours) FILTER (WHERE allocation = 'usage') AS gpu_hours,
-               sum(idle_gpu_hours) AS idle_gpu_hours, sum(idle_cost) AS idle_cost,
-               sum(cost) FILTER (WHERE allocation = 'usage' AND charge_kind = 'energy') AS energy_cost
-        FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project'""", [month, project])
-    return found[0] if found and found[0]["billed_cents"] is not None else None
+               coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
+               coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost,
+               coalesce(sum(cost) FILTER (WHERE allocation = 'usage' AND charge_kind = 'energy'), 0) AS energy_cost
+        FROM ledger_charges WHERE month IN ({marks}) AND project = ? AND bucket = 'project'
+        GROUP BY month""", [*months, project])}
+
+
+# the admin headline's figures by the names of yolocost.ledger.month_totals
+_HEADLINE_TOTALS = {"total_cents": "total", "capacity_gpu_hours": "capacity_gpu_hours",
+                    "attributed_gpu_hours": "held_gpu_hours", "idle_gpu_hours": "idle_gpu_hours",
+                    "idle_cost": "idle_cost", "unallocated_cents": "unallocated_cost",
+                    "unallocated_gpu_hours": "unallocated_gpu_hours", "shared_cents": "share_cost",
+                    "energy_cost": "energy_cost"}
 
 
 def headline(con, month: str, project: str | None) -> dict:
@@ -155,23 +167,14 @@ def headline(con, month: str, project: str | None) -> dict:
     prev = previous_month(month)
     covered = comparison(con, month, prev)
     if project is None:
-        found = {r["month"]: r for r in rows(con, f"""
-            SELECT c.month, c.density, c.jobs, c.users, c.projects, c.gpus, c.energy_kwh, l.*
-            FROM mart_cluster_month AS c
-            JOIN (SELECT month AS ledger_month,
-                         sum(cost) AS total_cents,
-                         sum(gpu_hours) AS capacity_gpu_hours,
-                         coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage' AND bucket <> 'unallocated'), 0)
-                             AS attributed_gpu_hours,
-                         coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
-                         coalesce(sum(idle_cost), 0) AS idle_cost,
-                         coalesce(sum(cost) FILTER (WHERE {NOBODY}), 0) AS unallocated_cents,
-                         coalesce(sum(gpu_hours) FILTER (WHERE {NOBODY}), 0) AS unallocated_gpu_hours,
-                         coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS shared_cents,
-                         coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost
-                  FROM ledger_charges WHERE month IN (?, ?) GROUP BY month) AS l
-                ON l.ledger_month = c.month
-            WHERE c.month IN (?, ?)""", [month, prev, month, prev])}
+        marts = {r["month"]: r for r in rows(con, """
+            SELECT month, density, jobs, users, projects, gpus, energy_kwh
+            FROM mart_cluster_month WHERE month IN (?, ?)""", [month, prev])}
+        found = {}
+        for m in (month, prev):
+            totals = ledger.month_totals(con, m)
+            if totals is not None and m in marts:
+                found[m] = {**marts[m], **{card: totals[key] for card, key in _HEADLINE_TOTALS.items()}}
         cur, old = found.get(month), found.get(prev)
         if cur is None:
             return {"cards": [], "current": None, "previous_month": prev, "coverage": covered}
@@ -188,10 +191,12 @@ def headline(con, month: str, project: str | None) -> dict:
         ]
     else:
         found = {}
+        sums = project_sums(con, [month, prev], project)
         for m in (month, prev):
-            own = _own(con, m, project)
+            own = sums.get(m)
             if own is None:
                 continue
+            own = {k: v for k, v in own.items() if k != "month"}
             extra = rows(con, """
                 SELECT p.density, p.jobs, p.users,
                        (SELECT sum(cost) FROM ledger_charges WHERE month = ?) AS cluster_cents,

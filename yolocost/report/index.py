@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from ..errors import YolocostError
+from .. import db
 
 INDEX = "index.html"
 SUMMARY = "summary.html"
@@ -45,14 +45,10 @@ class Coverage:
 
 def coverage(con: duckdb.DuckDBPyConnection, month: str, timezone: str, grain_seconds: int) -> Coverage | None:
     """The month's data coverage from int_usage_gpu_day (None: no data)."""
-    try:
+    with db.models_needed("the month index"):
         first, last, days = con.execute(
             "SELECT min(first_interval), max(last_interval), count(DISTINCT day) FROM int_usage_gpu_day WHERE month = ?",
             [month]).fetchone()
-    except duckdb.CatalogException as exc:
-        first_line = str(exc).splitlines()[0]
-        raise YolocostError(f"the database lacks a table the month index reads ({first_line}); "
-                            "rebuild the models with `yolocost build`") from None
     if first is None:
         return None
     tz = ZoneInfo(timezone)

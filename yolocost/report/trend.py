@@ -23,7 +23,8 @@ from typing import Iterable
 
 import duckdb
 
-from .data import rows
+from .. import ledger
+from .data import project_sums, rows
 
 TREND_MONTHS = 12
 
@@ -100,24 +101,20 @@ def comparison(con: duckdb.DuckDBPyConnection, month: str, previous: str) -> dic
 
 
 def ledger_sums(con: duckdb.DuckDBPyConnection, months: list[str], project: str | None) -> dict[str, dict]:
-    """Each month's money and GPU-hours from the cent ledger, summed as the headline sums them:
-    the cluster's total cents, GPU-hours held by jobs and idle waste; or one project's own use
-    (`cents`), what it is billed (`billed_cents`: plus any share of unallocated capacity),
-    GPU-hours and idle waste, from its own rows only. Months without rows are absent."""
-    marks = ", ".join("?" for _ in months)
-    if project is None:
-        return {r["month"]: r for r in rows(con, f"""
-            SELECT month, sum(cost) AS cents, sum(cost) AS billed_cents,
-                   coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage' AND bucket <> 'unallocated'), 0)
-                       AS gpu_hours,
-                   coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost
-            FROM ledger_charges WHERE month IN ({marks}) GROUP BY month""", months)}
-    return {r["month"]: r for r in rows(con, f"""
-        SELECT month, coalesce(sum(cost) FILTER (WHERE allocation = 'usage'), 0) AS cents, sum(cost) AS billed_cents,
-               coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
-               coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost
-        FROM ledger_charges WHERE month IN ({marks}) AND project = ? AND bucket = 'project'
-        GROUP BY month""", [*months, project])}
+    """Each month's money and GPU-hours from the cent ledger, as the headline sums them: the
+    cluster's total cents, GPU-hours held by jobs and idle waste (yolocost.ledger.month_totals);
+    or one project's own use (`cents`), what it is billed (`billed_cents`: plus any share of
+    unallocated capacity), GPU-hours and idle waste, from its own rows only
+    (data.project_sums). Months without rows are absent."""
+    if project is not None:
+        return {m: {**r, "cents": r["total_cents"]} for m, r in project_sums(con, months, project).items()}
+    out = {}
+    for m in months:
+        t = ledger.month_totals(con, m)
+        if t is not None:
+            out[m] = {"month": m, "cents": t["total"], "billed_cents": t["total"], "gpu_hours": t["held_gpu_hours"],
+                      "idle_gpu_hours": t["idle_gpu_hours"], "idle_cost": t["idle_cost"]}
+    return out
 
 
 def trend_months(con: duckdb.DuckDBPyConnection, month: str) -> list[str]:
