@@ -29,6 +29,10 @@ from yolocost.resources import shipped_dir
 SAMPLE = shipped_dir("sample_data")
 CONFIG = SAMPLE / "yolocost.toml"
 BLOCK_SIZE, HEADER_SIZE = 262144, 3 * 4096  # DuckDB's block and file header sizes (storage version 1.x-2.0)
+# What the tests write over a block: eight different 8-byte words. DuckDB's block checksum XORs
+# one hash per 8-byte word, so eight equal words (64 bytes of one value) cancel out, and over a
+# region that held repeated words (padding) the damage went unnoticed in some file layouts.
+DAMAGE = b"".join((0x5A5A5A5A00000000 + i).to_bytes(8, "little") for i in range(1, 9))
 
 
 def run(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -115,7 +119,7 @@ def test_a_damaged_block_during_build(sample_copy, tmp_path):
     con.close()
     with open(sample_copy, "r+b") as f:  # bytes inside the block: its checksum no longer matches
         f.seek(HEADER_SIZE + block * BLOCK_SIZE + 4096)
-        f.write(b"\x5a" * 64)
+        f.write(DAMAGE)
     before = sha(sample_copy)
     result = run("build", db=sample_copy, cwd=tmp_path)
     assert_one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
@@ -128,7 +132,7 @@ def test_a_damaged_block_during_build(sample_copy, tmp_path):
 def test_a_damaged_header_when_the_database_is_opened(sample_copy, tmp_path, command):
     with open(sample_copy, "r+b") as f:  # the first database header (after the file header)
         f.seek(4096)
-        f.write(b"\x5a" * 64)
+        f.write(DAMAGE)
     before = sha(sample_copy)
     result = run(*command, db=sample_copy, cwd=tmp_path)
     assert_one_line_error(result, f"{sample_copy}: the database file is damaged (Corrupt database file",
