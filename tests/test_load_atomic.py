@@ -36,15 +36,16 @@ BEFORE_COMMIT = {"reading", "replacing", "models"}
 
 
 def state(path: Path) -> dict:
-    """Row count and an order-independent hash of the rows of every table; the load log
-    without its wall-clock column."""
+    """Row count and an order-independent hash of the rows of every table; the load log and
+    the month build log without their wall-clock columns."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         tables = [name for (name,) in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND schema_name = 'main' ORDER BY 1"
         ).fetchall()]
         out = {name: con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {name} AS t").fetchone()
-               for name in tables if name != "loads"}
+               for name in tables if name not in ("loads", "month_builds")}
+        out["month_builds"] = con.execute("SELECT month, fingerprint, usage_rows FROM month_builds ORDER BY ALL").fetchall()
         out["loads"] = con.execute("SELECT source, window_start, window_end, rows_usage FROM loads ORDER BY ALL").fetchall()
         return out
     finally:

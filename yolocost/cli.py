@@ -272,22 +272,63 @@ def load(state: State, directory, window, allow_loss):
 
 
 @main.command()
+@click.option("--month", metavar="YYYY-MM", help="Rebuild this month only (configured time zone).")
 @pass_state
-def build(state: State):
-    """Rebuild every SQL model from the raw tables (after editing prices, say).
+def build(state: State, month):
+    """Rebuild the SQL models from the raw tables (after editing prices, say).
 
-    Refuses a database file that does not exist (a typo in --db), and a config whose
-    [ingest] grain_seconds differs from the grain the stored rows were cut at.
+    Without --month, every month that still has usage rows is rebuilt; archived months
+    (their usage rows pruned, see `yolocost prune`) keep the figures they were built with.
+    Refuses a database file that does not exist (a typo in --db), a month that is archived
+    or holds no usage rows, and a config whose [ingest] grain_seconds differs from the
+    grain the stored rows were cut at.
 
     \b
     Example:
       yolocost --config yolocost.toml build
+      yolocost build --month 2026-10
     """
+    from .ingest import month_window
     from .load import rebuild_database
 
     _require_database(state.config)
-    rebuild_database(state.config)
-    click.echo(f"rebuilt the models in {state.config.database}")
+    if month is not None:
+        month_window(state.config, month)  # checks the spelling
+    plan = rebuild_database(state.config, month, state.log)
+    built = ", ".join(plan.months) if len(plan.months) <= 3 else f"{len(plan.months)} months, " \
+        f"{plan.months[0]} to {plan.months[-1]}"
+    kept = f"; kept {len(plan.archived)} archived month(s)" if plan.archived else ""
+    click.echo(f"rebuilt the models in {state.config.database} ({built or 'no month with usage rows'}){kept}")
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+@pass_state
+def prune(state: State, dry_run):
+    """Remove usage rows older than [ingest] retention_days, keeping every figure.
+
+    A month's usage rows (and the intermediate tables of their size) go together, once
+    the whole month is older than retention_days (default 90) and its models are built
+    from exactly those rows with the config's settings and prices; the month is then
+    archived: its marts and ledger rows stay as built, so its reports, finance CSV and
+    named queries give the same bytes as before. `yolocost monthly` prunes after it has
+    written its month.
+
+    \b
+    Example:
+      yolocost --config yolocost.toml prune --dry-run
+    """
+    from .months import prune_database
+
+    _require_database(state.config)
+    result = prune_database(state.config, dry_run=dry_run, progress=state.log)
+    verb = "would remove" if dry_run else "removed"
+    if not result.months:
+        click.echo(f"nothing to prune: no month with usage rows ended before {result.cutoff:%Y-%m-%d %H:%M} UTC "
+                   f"(retention {state.config.retention_days} days)")
+    for m in result.months:
+        click.echo(f"{m.month}: {verb} {m.rows['gpu_usage']:,} usage rows ("
+                   + ", ".join(f"{t} {n:,}" for t, n in m.rows.items() if t != "gpu_usage") + ")")
 
 
 @main.command()
@@ -563,8 +604,10 @@ def monthly(state: State, month, formats):
     result = run_monthly(state.config, month, formats, state.log)
     csv = (f"finance CSV {result.finance.path} (total {result.finance.total} {result.finance.currency})"
            if result.finance is not None else "no finance CSV (--format has no csv)")
+    pruned = (f"; archived {', '.join(m.month for m in result.pruned.months)} (usage rows pruned)"
+              if result.pruned.months else "")
     click.echo(f"{result.month}: {result.ingest.usage_rows:,} usage rows ingested, "
-               f"{len(result.reports.files)} file(s) in {result.reports.folder}, {csv}")
+               f"{len(result.reports.files)} file(s) in {result.reports.folder}, {csv}{pruned}")
 
 
 @main.group(name="config")

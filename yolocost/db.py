@@ -279,29 +279,45 @@ def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
             con.execute(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}')
 
 
-def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
-    """Replace the settings, prices and energy prices with those of the config."""
-    check_grain(con, config)
+def settings_row(config: Config) -> tuple:
+    """The settings table's one row for the config (SETTINGS_COLUMNS order)."""
     t = config.thresholds
-    con.execute("DELETE FROM settings")
-    con.execute(  # by name: a settings table migrated from an older file may order its columns otherwise
-        "INSERT INTO settings (cluster, timezone, currency, grain_seconds, busy_util_percent, idle_util_percent, "
-        "breaker_util_percent, breaker_loss_delta, breaker_min_seconds, tag_pattern, unallocated_policy) VALUES "
-        + values([(config.cluster, config.timezone, config.currency, config.grain_seconds,
-                   t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
-                   t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern,
-                   config.unallocated_policy)])
-    )  # values as literals, not parameters: see sqltext
-    con.execute("DELETE FROM prices")
+    return (config.cluster, config.timezone, config.currency, config.grain_seconds,
+            t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
+            t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern,
+            config.unallocated_policy)
+
+
+SETTINGS_COLUMNS = ("cluster", "timezone", "currency", "grain_seconds", "busy_util_percent", "idle_util_percent",
+                    "breaker_util_percent", "breaker_loss_delta", "breaker_min_seconds", "tag_pattern",
+                    "unallocated_policy")
+
+
+def price_rows(config: Config) -> list[tuple]:
+    """The prices table's rows for the config: (gpu_model, effective_from, price_per_gpu_hour)."""
     rows = [(p.gpu_model, p.effective_from, p.price_per_gpu_hour) for p in config.prices]
     if config.default_price_per_gpu_hour is not None:
         rows.append(("*", dt.date(1970, 1, 1), config.default_price_per_gpu_hour))
-    if rows:
-        con.execute(f"INSERT INTO prices VALUES {values(rows)}")
+    return rows
+
+
+def energy_price_rows(config: Config) -> list[tuple]:
+    return [(e.effective_from, e.price_per_kwh) for e in config.energy_prices]
+
+
+def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """Replace the settings, prices and energy prices with those of the config."""
+    check_grain(con, config)
+    con.execute("DELETE FROM settings")
+    # by name: a settings table migrated from an older file may order its columns otherwise
+    con.execute(f"INSERT INTO settings ({', '.join(SETTINGS_COLUMNS)}) VALUES {values([settings_row(config)])}")
+    # values as literals, not parameters: see sqltext
+    con.execute("DELETE FROM prices")
+    if price_rows(config):
+        con.execute(f"INSERT INTO prices VALUES {values(price_rows(config))}")
     con.execute("DELETE FROM energy_prices")
     if config.energy_prices:
-        con.execute(f"INSERT INTO energy_prices VALUES "
-                    f"{values([(e.effective_from, e.price_per_kwh) for e in config.energy_prices])}")
+        con.execute(f"INSERT INTO energy_prices VALUES {values(energy_price_rows(config))}")
 
 
 def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:

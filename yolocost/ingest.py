@@ -24,7 +24,7 @@ from . import coverage, db, promql
 from .attribution import Attribution, gpu_of
 from .config import Config
 from .errors import DataError, YolocostError
-from .load import rebuild, replace_window
+from .load import rebuild, replace_window, touched
 from .promclient import PrometheusClient, PrometheusError, QueryTooBig
 from .sqltext import literal
 from .storeprobe import StoreProbe
@@ -123,8 +123,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             if stored != rows:  # never commit a window that lost rows on the way in
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
                                 "nothing was changed")
-            progress("building models")
-            rebuild(con, config)
+            rebuild(con, config, touched(config, start, end), progress)
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
 
 

@@ -48,10 +48,11 @@ BUCKET_ORDER = {"project": 0, "unlabeled": 1, "unallocated": 2}
 KIND_ORDER = {"gpu": 0, "energy": 1}
 HOUR_PLACES = 1  # GPU-hours are printed to 0.1 h
 _INSERT_ROWS = 500
+VERSION = "1"  # part of each month's build fingerprint (yolocost.months): a change of the rounding rules rebuilds
 
 # {places}: the decimals of the currency's minor unit, so the stored cents read as money
 CHARGES_TABLE = """
-CREATE OR REPLACE TABLE ledger_charges (
+CREATE TABLE IF NOT EXISTS ledger_charges (
     month          VARCHAR NOT NULL,   -- YYYY-MM, configured time zone
     day            DATE NOT NULL,      -- local day
     bucket         VARCHAR NOT NULL,   -- project | unlabeled | unallocated
@@ -77,7 +78,7 @@ CREATE OR REPLACE TABLE ledger_charges (
 )"""
 
 JOBS_TABLE = """
-CREATE OR REPLACE TABLE ledger_job_month (
+CREATE TABLE IF NOT EXISTS ledger_job_month (
     month          VARCHAR NOT NULL,
     job_id         VARCHAR NOT NULL,
     bucket         VARCHAR NOT NULL,
@@ -340,22 +341,44 @@ def _month_re(month: str) -> str:
     return month
 
 
-def build(con: duckdb.DuckDBPyConnection, policy: str, currency: str,
+def build(con: duckdb.DuckDBPyConnection, policy: str, currency: str, months: Sequence[str],
           progress: Callable[[str], None] = lambda _: None) -> int:
-    """(Re)write ledger_charges and ledger_job_month for every month of mart_charge_daily,
-    under `policy` for unallocated capacity; call inside the transaction that built the marts.
-    Returns the number of months."""
+    """(Re)write the ledger_charges and ledger_job_month rows of `months` from the marts, under
+    `policy` for unallocated capacity; other months' rows stay. Call inside the transaction
+    that built the marts. Returns the number of months with charges."""
     if policy not in POLICIES:
         raise ValueError(f"unknown unallocated policy {policy!r}")
     places = money.minor_unit(currency)
-    con.execute(CHARGES_TABLE.format(places=places))
-    con.execute(JOBS_TABLE.format(places=places))
-    months = [r[0] for r in con.execute("SELECT DISTINCT month FROM mart_charge_daily ORDER BY month").fetchall()]
-    for month in months:
-        charges, jobs = compute_month(con, _month_re(month), policy, places)
+    _tables(con, places, months)
+    listed = ", ".join(f"'{_month_re(m)}'" for m in months) or "NULL"
+    con.execute(f"DELETE FROM ledger_charges WHERE month IN ({listed})")
+    con.execute(f"DELETE FROM ledger_job_month WHERE month IN ({listed})")
+    built = [r[0] for r in con.execute(
+        f"SELECT DISTINCT month FROM mart_charge_daily WHERE month IN ({listed}) ORDER BY month").fetchall()]
+    for month in built:
+        charges, jobs = compute_month(con, month, policy, places)
         _insert(con, "ledger_charges", [tuple(getattr(c, n) for n in CHARGE_COLUMNS) for c in charges])
         _insert(con, "ledger_job_month", [(j.month, j.job_id, j.bucket, j.project, j.gpu_cost, j.energy_cost,
                                            j.cost, j.idle_cost, j.gpu_hours, j.idle_gpu_hours) for j in jobs])
-    if months:
-        progress(f"rounded {len(months)} month(s) to cents once (ledger_charges, ledger_job_month)")
-    return len(months)
+    if built:
+        progress(f"rounded {len(built)} month(s) to cents once (ledger_charges, ledger_job_month)")
+    return len(built)
+
+
+def _tables(con: duckdb.DuckDBPyConnection, places: int, months: Sequence[str]) -> None:
+    """Create the ledger tables; a table whose cents have other decimals (another currency) is
+    made anew when it holds no month but `months`."""
+    con.execute(CHARGES_TABLE.format(places=places))
+    con.execute(JOBS_TABLE.format(places=places))
+    kind = con.execute("SELECT data_type FROM information_schema.columns WHERE table_catalog = current_database() "
+                       "AND table_schema = 'main' AND table_name = 'ledger_charges' AND column_name = 'cost'"
+                       ).fetchone()[0]
+    if kind != f"DECIMAL(38,{places})":
+        listed = ", ".join(f"'{_month_re(m)}'" for m in months) or "NULL"
+        kept = con.execute(f"SELECT count(*) FROM ledger_charges WHERE month NOT IN ({listed})").fetchone()[0]
+        if kept:
+            raise ValueError("ledger_charges holds months in another currency")  # months.check_settings refuses first
+        con.execute("DROP TABLE ledger_charges")
+        con.execute("DROP TABLE ledger_job_month")
+        con.execute(CHARGES_TABLE.format(places=places))
+        con.execute(JOBS_TABLE.format(places=places))

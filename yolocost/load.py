@@ -16,7 +16,7 @@ from typing import Callable
 
 import duckdb
 
-from . import coverage, db, ledger, models
+from . import coverage, db, ledger, models, months
 from .sqltext import literal
 from .config import Config
 from .errors import DataError, YolocostError
@@ -55,23 +55,49 @@ def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambd
         coverage.check_window(config, *window, "--window")
     with db.writing(config.database, config.memory_limit) as con:
         result = _load(con, config, directory, progress, window=window, allow_loss=allow_loss, now=now)
-        progress("building models")
-        rebuild(con, config)
+        rebuild(con, config, touched(config, result.window_start, result.window_end), progress)
     return result
 
 
-def rebuild_database(config: Config) -> None:
-    """Rebuild the models of the configured database from its raw tables (after a price change)."""
+def touched(config: Config, start: dt.datetime | None, end: dt.datetime | None) -> list[str]:
+    """The months whose usage rows a write of [start, end) replaced (none: an empty load)."""
+    return [] if start is None else months.months_between(config, start, end)
+
+
+def rebuild_database(config: Config, month: str | None = None,
+                     progress: Progress = lambda _: None) -> months.Plan:
+    """Rebuild the models of the configured database from its raw tables (after a price
+    change): one month, or every month that still has usage rows (archived months are kept)."""
     with db.writing(config.database, config.memory_limit) as con:
-        rebuild(con, config)
+        if month is not None:
+            kept = months.archived(con)
+            if month in kept:
+                raise DataError(f"{month} is archived (its usage rows were pruned on {kept[month]:%Y-%m-%d}); "
+                                "its figures stay as they were built")
+            if not months.has_rows(con, config, month):
+                raise DataError(f"the database holds no usage rows for {month}: nothing to build")
+        return rebuild(con, config, None if month is None else [month], progress)
 
 
-def rebuild(con: duckdb.DuckDBPyConnection, config: Config) -> None:
-    """Write the config's settings and prices, rebuild every model, then check prices."""
+def rebuild(con: duckdb.DuckDBPyConnection, config: Config, touched_months: list[str] | None,
+            progress: Progress = lambda _: None) -> months.Plan:
+    """Write the config's settings and prices, rebuild the months the write touched (None:
+    every month with usage rows) and those whose settings or prices changed, check prices,
+    round the months' cents, and note what was built."""
+    months.check_settings(con, config)
     db.write_settings(con, config)
-    models.build(con)
-    check_priced(con, config)
-    ledger.build(con, config.unallocated_policy, config.currency)
+    plan = months.plan(con, config, touched_months)
+    progress(f"building models for {_listed(plan.months)}")
+    models.build(con, plan.months, plan.windows, before_merge=lambda c: check_priced(c, config))
+    ledger.build(con, config.unallocated_policy, config.currency, plan.months, progress)
+    months.record(con, config, plan.months)
+    return plan
+
+
+def _listed(names: list[str]) -> str:
+    if not names:
+        return "no month"
+    return names[0] if len(names) == 1 else f"{len(names)} months ({names[0]} to {names[-1]})"
 
 
 def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
@@ -181,6 +207,7 @@ def replace_window(
         _check_usage(con, config, where("gpu_usage"))
         _check_side_tables(con, where, staged)
     rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+    months.check_not_archived(con, config, start, end, where("gpu_usage"))
     if start is not None:
         progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
         con.execute(f"DELETE FROM gpu_usage WHERE interval_start >= {literal(start)} "

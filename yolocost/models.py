@@ -4,19 +4,34 @@ Each file under `sql/<layer>/` holds one SELECT and is named after the relation 
 Staging is a thin view over the raw tables; intermediate and mart relations are
 materialized as tables so that reports, exports and ad-hoc queries read stored results.
 Within a layer, a relation is built after the ones it names.
+
+A model whose header says `-- materialized: by month` has a `month` column, and a month's
+rows come from that month's usage rows alone. A build names the months it rebuilds: their
+usage rows are read through a view in the schema `build_scope` that holds only those months'
+rows, every by-month model is computed there (names resolve to `build_scope` first), and
+its rows replace the same months' rows of the stored table; other months' rows, archived
+ones among them (yolocost.months), are neither read nor changed. The other models (jobs,
+the job totals over all months, the leaderboard) are small and rebuilt whole from the
+stored tables.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 import duckdb
 
+from .errors import YolocostError
 from .resources import SQL_DIR
+from .sqltext import literal
 
 LAYERS = (("staging", "VIEW"), ("intermediate", "TABLE"), ("marts", "TABLE"))
+BY_MONTH = "-- materialized: by month"
+SCOPE = "build_scope"  # the schema a build computes its months in (dropped before it commits)
 
 
 @dataclass(frozen=True)
@@ -31,13 +46,23 @@ class Model:
         return self.path.read_text(encoding="utf-8")
 
     @property
-    def description(self) -> str:
-        """The header comment, without the leading `-- name:`."""
+    def by_month(self) -> bool:
+        """Built and stored one month at a time (see the module's docstring)."""
+        return BY_MONTH in self.header
+
+    @property
+    def header(self) -> list[str]:
         lines = []
         for line in self.sql.splitlines():
             if not line.startswith("--"):
                 break
-            lines.append(line[2:].strip())
+            lines.append(line.rstrip())
+        return lines
+
+    @property
+    def description(self) -> str:
+        """The header comment, without the leading `-- name:` and the materialization line."""
+        lines = [line[2:].strip() for line in self.header if line != BY_MONTH]
         text = " ".join(lines)
         return text.split(":", 1)[1].strip() if text.startswith(self.name + ":") else text
 
@@ -66,12 +91,80 @@ def _dependency_order(models: dict[str, Model]) -> list[Model]:
     return [models[n] for n in done]
 
 
-def build(con: duckdb.DuckDBPyConnection) -> list[Model]:
-    """(Re)create every model; call inside a transaction so a failure changes nothing."""
+def build(con: duckdb.DuckDBPyConnection, months: Sequence[str],
+          windows: Sequence[tuple[dt.datetime, dt.datetime]],
+          before_merge: Callable[[duckdb.DuckDBPyConnection], None] = lambda _: None) -> list[Model]:
+    """Rebuild `months` of every by-month model from the usage rows in `windows` (UTC
+    [start, end) of those months), then every other model; call inside a transaction so
+    that a failure changes nothing. `before_merge` sees the scoped int_usage_priced (names
+    resolve to build_scope first) before any stored row is replaced."""
     models = discover()
+    rows = " OR ".join(f"(interval_start >= {literal(s)} AND interval_start < {literal(e)})" for s, e in windows)
+    _drop_scope(con)
+    con.execute(f"CREATE SCHEMA {SCOPE}")
+    # rowid as a column: stg_gpu_usage keys its rows by the raw table's rowid
+    con.execute(f"CREATE VIEW {SCOPE}.gpu_usage AS SELECT rowid AS rowid, * FROM main.gpu_usage WHERE {rows or 'false'}")
     for model in models:
-        con.execute(f"CREATE OR REPLACE {model.kind} {model.name} AS\n{model.sql}")
+        if model.layer == "staging":  # the stored views read every row; the scoped ones, the months'
+            con.execute(f"CREATE OR REPLACE VIEW main.{model.name} AS\n{model.sql}")
+            con.execute(f"CREATE VIEW {SCOPE}.{model.name} AS\n{model.sql}")
+        elif model.by_month:
+            con.execute(f"SET search_path = '{SCOPE},main'")
+            con.execute(f"CREATE TABLE {SCOPE}.{model.name} AS\n{model.sql}")
+            if model.name == "int_usage_priced":
+                before_merge(con)
+            _merge(con, model.name, months)
+        else:
+            con.execute("SET search_path = 'main'")
+            con.execute(f"CREATE OR REPLACE TABLE main.{model.name} AS\n{model.sql}")
+    # not in a `finally`: after an error the transaction is aborted, and the connection is
+    # closed by its caller (a RESET then would hide the error behind "transaction aborted")
+    con.execute("RESET search_path")
+    _drop_scope(con)
     return models
+
+
+def _drop_scope(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop build_scope object by object: DuckDB 1.5 fails the commit of a transaction that
+    dropped, by DROP SCHEMA ... CASCADE, a table named like one it wrote in main."""
+    for kind, catalog in (("VIEW", "duckdb_views()"), ("TABLE", "duckdb_tables()")):
+        names = con.execute(f"SELECT {'view_name' if kind == 'VIEW' else 'table_name'} FROM {catalog} "
+                            f"WHERE database_name = current_database() AND schema_name = '{SCOPE}'").fetchall()
+        for (name,) in names:
+            con.execute(f"DROP {kind} {SCOPE}.{name}")
+    con.execute(f"DROP SCHEMA IF EXISTS {SCOPE}")
+
+
+def _columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str]:
+    return dict(con.execute(
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = current_database() "
+        "AND table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, table]).fetchall())
+
+
+def _merge(con: duckdb.DuckDBPyConnection, name: str, months: Sequence[str]) -> None:
+    """Make the scoped rows of `name` the stored rows of `months`; other months stay as they are.
+    A stored table that lacks a column this version computes gets it (NULL in other months)."""
+    stored, built = _columns(con, "main", name), _columns(con, SCOPE, name)
+    if not stored:
+        con.execute(f"CREATE TABLE main.{name} AS SELECT * FROM {SCOPE}.{name}")
+        return
+    listed = ", ".join(literal(m) for m in months) or "NULL"
+    changed = [c for c, kind in built.items() if c in stored and stored[c] != kind]
+    if changed:
+        kept = con.execute(f"SELECT count(*) FROM main.{name} WHERE month NOT IN ({listed})").fetchone()[0]
+        if kept:
+            raise YolocostError(
+                f"{name}: column(s) {', '.join(changed)} changed type in this version, and the table holds "
+                f"months this build does not rebuild ({kept:,} rows); rebuild every month with `yolocost build`, "
+                "or keep the version that built the archived months")
+        con.execute(f"DROP TABLE main.{name}")
+        con.execute(f"CREATE TABLE main.{name} AS SELECT * FROM {SCOPE}.{name}")
+        return
+    for column, kind in built.items():
+        if column not in stored:
+            con.execute(f'ALTER TABLE main.{name} ADD COLUMN "{column}" {kind}')
+    con.execute(f"DELETE FROM main.{name} WHERE month IN ({listed})")
+    con.execute(f"INSERT INTO main.{name} BY NAME SELECT * FROM {SCOPE}.{name}")
 
 
 def mart_names() -> list[str]:

@@ -1,4 +1,5 @@
-"""`yolocost monthly`: the cron job. Ingest last month, write its reports, summary, finance CSV and index.
+"""`yolocost monthly`: the cron job. Ingest last month, write its reports, summary, finance CSV and
+index, then prune usage rows older than the retention (yolocost.months).
 
 The whole run holds the database's lock, so a second run (or an ingest) waits for nothing
 and is refused at once. Each step replaces what an earlier run of the same month wrote, so a
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 from zoneinfo import ZoneInfo
 
-from . import db
+from . import db, months
 from .config import Config
 from .finance import FinanceExport
 from .ingest import IngestResult, ingest, month_window
@@ -27,6 +28,7 @@ class MonthlyResult:
     ingest: IngestResult
     reports: ReportResult
     finance: FinanceExport | None  # the finance CSV `reports` wrote (None: csv not among the formats)
+    pruned: months.PruneResult
 
 
 def previous_month(config: Config, now: dt.datetime | None = None) -> str:
@@ -49,4 +51,9 @@ def run_monthly(config: Config, month: str | None = None, formats: str | tuple[s
         ingested = ingest(config, start, end, progress, lock=False)
         progress(f"monthly {month}: reports")
         reports = render_reports(config, month, ("all",), formats, None, progress)
-    return MonthlyResult(month, ingested, reports, reports.finance)
+        progress(f"monthly {month}: prune usage rows older than {config.retention_days} days")
+        # a month that cannot be archived yet (built with other prices, say) is kept and named
+        pruned = months.prune_database(config, strict=False, progress=progress)
+        for why in pruned.skipped:
+            progress(f"warning: kept the usage rows of {why}")
+    return MonthlyResult(month, ingested, reports, reports.finance, pruned)

@@ -171,6 +171,7 @@ def relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
 # physical row ids exposed by a view (stg_gpu_usage.usage_row): a replaced window gets new
 # ones, so they are not part of what a rerun must leave identical
 ROW_KEYS = ("usage_row",)
+WALL_CLOCK = ("built_at",)  # month_builds: when a month was built
 
 
 def snapshot(db_path: Path, *, skip: tuple[str, ...] = ()) -> dict[str, object]:
@@ -186,7 +187,7 @@ def snapshot(db_path: Path, *, skip: tuple[str, ...] = ()) -> dict[str, object]:
         for name, _kind in relations(con):
             if name not in skip:
                 columns = [c for (c,) in con.execute(f'SELECT column_name FROM (DESCRIBE "{name}")').fetchall()
-                           if c not in ROW_KEYS]
+                           if c not in ROW_KEYS + WALL_CLOCK]
                 select = ", ".join(f'"{c}"' for c in columns)
                 out[name] = con.execute(f'SELECT {select} FROM "{name}" ORDER BY ALL').fetchall()
         return out

@@ -44,10 +44,10 @@ class Coverage:
 
 
 def coverage(con: duckdb.DuckDBPyConnection, month: str, timezone: str, grain_seconds: int) -> Coverage | None:
-    """The month's data coverage from int_usage_gpu_day (None: no data)."""
+    """The month's data coverage from the marts, which archived months keep (None: no data)."""
     with db.models_needed("the month index"):
         first, last, days = con.execute(
-            "SELECT min(first_interval), max(last_interval), count(DISTINCT day) FROM int_usage_gpu_day WHERE month = ?",
+            "SELECT min(first_interval), max(last_interval), count(DISTINCT day) FROM mart_host_day WHERE month = ?",
             [month]).fetchone()
     if first is None:
         return None

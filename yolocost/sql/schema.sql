@@ -94,6 +94,18 @@ CREATE TABLE IF NOT EXISTS settings (
     unallocated_policy     VARCHAR   -- [allocation] unallocated the ledger was built with
 );
 
+-- month_builds: one row per month with usage rows (configured time zone): when its models
+-- were built, from how many usage rows, and the fingerprint of the model definitions,
+-- settings and prices they were built with (yolocost.months). archived_at: when prune removed
+-- its usage rows; the month's marts and ledger rows are then its archive, kept as built.
+CREATE TABLE IF NOT EXISTS month_builds (
+    month       VARCHAR PRIMARY KEY,
+    built_at    TIMESTAMPTZ NOT NULL,
+    fingerprint VARCHAR NOT NULL,
+    usage_rows  BIGINT NOT NULL,
+    archived_at TIMESTAMPTZ
+);
+
 -- loads: one row per loaded window (ingest or Parquet load), newest last.
 CREATE TABLE IF NOT EXISTS loads (
     loaded_at    TIMESTAMPTZ NOT NULL,

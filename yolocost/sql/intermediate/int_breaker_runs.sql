@@ -4,12 +4,15 @@
 -- loss_before = total loss of the last epoch that ended at or before the run started,
 -- loss_after = the lowest of loss_before and the total loss of every epoch that ended inside
 -- the run (a run with no epoch ending inside it did not improve: loss_after = loss_before).
+-- A run ends with its month (configured time zone): a month's figures come from its own
+-- rows only, so that it is built, and archived, on its own.
+-- materialized: by month
 WITH low AS (
     SELECT
         i.*,
         s.grain_seconds,
         epoch_us(i.interval_start) // 1000000 // s.grain_seconds
-            - row_number() OVER (PARTITION BY i.job_id ORDER BY i.interval_start) AS island
+            - row_number() OVER (PARTITION BY i.job_id, i.month ORDER BY i.interval_start) AS island
     FROM int_job_intervals AS i
     CROSS JOIN settings AS s
     WHERE i.is_low
@@ -17,6 +20,7 @@ WITH low AS (
 runs AS (
     SELECT
         job_id,
+        month,
         island,
         min(interval_start) AS run_start,
         max(interval_start) + to_seconds(any_value(grain_seconds)) AS run_end,
@@ -27,7 +31,7 @@ runs AS (
         sum(energy_cost) AS energy_cost,
         sum(util_mean * seconds_present) / nullif(sum(seconds_present), 0) AS util_mean
     FROM low
-    GROUP BY job_id, island
+    GROUP BY job_id, month, island
 ),
 before AS (
     SELECT
@@ -40,6 +44,7 @@ before AS (
     FROM runs AS r
 )
 SELECT
+    month,
     job_id,
     run_start,
     run_end,

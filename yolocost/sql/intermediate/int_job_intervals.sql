@@ -1,6 +1,7 @@
 -- int_job_intervals: one row per job x grain interval in which the job held a GPU: its GPU
 -- seconds and cost in that interval, its utilization (the mean over all its GPU samples:
 -- util weighted by seconds present) and whether it counts as low for the breaker.
+-- materialized: by month
 SELECT
     u.job_id,
     u.interval_start,

@@ -3,6 +3,7 @@
 -- during the day splits the day's row in two): seconds, GPU-seconds, money, energy, peak
 -- memory and the first and last interval held. Every measure is a sum, a min or a max, so the marts that need no
 -- finer grain than a day read these ~150 times fewer rows; labels come from int_jobs by job_id.
+-- materialized: by month
 SELECT
     u.day,
     any_value(u.month) AS month,

@@ -11,6 +11,7 @@
 -- would sort and spill gigabytes. The integer arithmetic splits each total at multiples of
 -- 3600000 so that it stays in BIGINT: floor((c x p + h) / D) = (c // D) x p + ((c % D) x p
 -- + h) // D. Other labels (user, image tag, ...) come from int_jobs by job_id.
+-- materialized: by month
 WITH gpus AS (
     SELECT gpu_uuid, row_number() OVER (ORDER BY gpu_uuid) AS gpu_rank
     FROM (SELECT DISTINCT gpu_uuid FROM gpu_usage)

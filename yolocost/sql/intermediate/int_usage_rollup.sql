@@ -4,6 +4,7 @@
 -- grouping: month_project | month_project_user | month_project_image_tag | day_project_gpu_model.
 -- Columns not in a row's grouping are NULL. density = busy seconds / present seconds. Idle
 -- waste counts held time only: it is NULL on rows of unallocated capacity.
+-- materialized: by month
 SELECT
     CASE
         WHEN GROUPING(u.day) = 0 THEN 'day_project_gpu_model'

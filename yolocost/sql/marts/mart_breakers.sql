@@ -1,9 +1,10 @@
 -- mart_breakers: one row per breaker candidate: a stretch of at least breaker_min_hours in
 -- which a job's utilization stayed under the breaker threshold and its training loss improved
 -- by less than breaker_loss_delta. Its GPU-hours and cost are what an automatic pause would
--- have saved. month = the local month the stretch started in.
+-- have saved. month = the local month of the stretch (a stretch ends with its month).
+-- materialized: by month
 SELECT
-    strftime(timezone(s.timezone, r.run_start), '%Y-%m') AS month,
+    r.month,
     r.job_id,
     j.project_name AS project,
     j.bucket,

@@ -7,6 +7,7 @@
 -- from <local date>', 'energy from <local date>'); the GPU-second, busy and idle columns
 -- are the day's held time behind both kinds. Money exact, DECIMAL(38, 9); the rows of a
 -- month add up exactly to mart_cluster_month.total_cost.
+-- materialized: by month
 WITH gpu_rows AS (
     SELECT
         u.day,

@@ -2,6 +2,7 @@
 -- attributed (held by a job), unlabeled (held by a job with no project), unallocated (held by
 -- nobody), in GPU-hours and money, plus energy, density and idle waste of attributed time.
 -- capacity_cost = attributed_cost + unallocated_cost exactly; gpu_cost excludes energy.
+-- materialized: by month
 SELECT
     u.month,
     any_value(s.cluster) AS cluster,

@@ -3,6 +3,7 @@
 -- held that day (distinct tag labels, sorted, '; '-separated; NULL on unallocated capacity),
 -- the exact GPU-seconds, and the cluster, time zone and currency the days were cut and priced
 -- in. No user or job names. The rows of a month add up exactly to mart_cluster_month.total_cost.
+-- materialized: by month
 SELECT
     d.day,
     d.month,

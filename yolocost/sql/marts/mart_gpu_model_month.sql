@@ -1,5 +1,6 @@
 -- mart_gpu_model_month: one row per month x GPU model: capacity (every present second),
 -- attributed to labelled projects, unlabeled, unallocated, in GPU-hours and money.
+-- materialized: by month
 SELECT
     u.month,
     u.gpu_model,

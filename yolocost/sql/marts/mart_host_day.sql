@@ -1,5 +1,7 @@
 -- mart_host_day: one row per local day x host x GPU model: capacity, attributed and
--- unallocated GPU-hours and cost, so ops can see which machines sat idle and when.
+-- unallocated GPU-hours and cost, so ops can see which machines sat idle and when; the
+-- first and last interval held (the month index reads the month's data span from them).
+-- materialized: by month
 SELECT
     u.day,
     u.month,
@@ -11,6 +13,8 @@ SELECT
     coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unallocated') AS DOUBLE) / 3600, 0) AS unallocated_gpu_hours,
     sum(u.gpu_cost) AS capacity_cost,
     coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
-    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density
+    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
+    min(u.first_interval) AS first_interval,
+    max(u.last_interval) AS last_interval
 FROM int_usage_gpu_day AS u
 GROUP BY u.day, u.month, u.hostname, u.gpu_model

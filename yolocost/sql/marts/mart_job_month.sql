@@ -1,6 +1,7 @@
 -- mart_job_month: one row per job x month (configured time zone) in which it held a GPU. A job
 -- that crosses a month boundary has a row in each month; the rows add up to mart_job.
 -- density = busy seconds / present seconds; idle = seconds under the idle threshold.
+-- materialized: by month
 SELECT
     u.month,
     u.job_id,

@@ -6,6 +6,7 @@
 -- grain intervals in which any GPU was present (held by a job or not); first_interval is the
 -- first of them, data_end the end of the last (its start + grain). coverage = intervals /
 -- month_intervals; partial = coverage < 1 (a month still running, or ingested in part).
+-- materialized: by month
 WITH held AS (
     SELECT
         month,

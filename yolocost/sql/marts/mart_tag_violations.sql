@@ -1,6 +1,7 @@
 -- mart_tag_violations: one row per month x job whose image tag breaks the tag policy
 -- ('latest', empty, digest-only or not matching the configured pattern), with the image
 -- digest that identifies what really ran and the spend on it.
+-- materialized: by month
 SELECT
     m.month,
     m.job_id,

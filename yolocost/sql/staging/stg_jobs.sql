@@ -1,7 +1,7 @@
 -- stg_jobs: one row per job with its accounting bucket and tag-policy status.
 -- bucket: 'project' when the job has a project label, 'unlabeled' when it has none.
 -- tag_status: ok | latest | empty | digest_only | nonconforming (against settings.tag_pattern).
--- A job id that holds GPUs in gpu_usage but has no jobs row is kept, as unlabeled.
+-- (A job id that holds GPUs in gpu_usage but has no jobs row is added by int_jobs, as unlabeled.)
 SELECT
     j.job_id,
     j.cluster,
@@ -31,10 +31,5 @@ SELECT
     j.epochs,
     j.imgsz,
     j.batch
-FROM (
-    SELECT * FROM jobs
-    UNION ALL BY NAME
-    SELECT DISTINCT job_id FROM gpu_usage
-    WHERE job_id IS NOT NULL AND job_id NOT IN (SELECT job_id FROM jobs)
-) AS j
+FROM jobs AS j
 CROSS JOIN settings AS s

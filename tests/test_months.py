@@ -1,0 +1,309 @@
+"""Months built one at a time, and retention: a pruned month keeps every figure, month N's
+build neither reads nor changes month N-2, and only changed months are rebuilt.
+
+Three months (July to September 2026, UTC) of 16 GPUs at the 300 s grain, ~143k usage rows a
+month (more than a DuckDB row group, so that what a build scans can be told apart by month),
+loaded month by month with the real loader into a real DuckDB file. One job crosses the
+August/September boundary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from builders import SCHEMAS, assert_one_line_error, job_row, make_config, result_row, yolocost
+
+from yolocost import db, load, models, months, queries
+from yolocost.errors import YolocostError
+from yolocost.report import render_reports
+
+GRAIN = 300
+GPUS = 16
+UTC = dt.timezone.utc
+MONTHS = ("2026-07", "2026-08", "2026-09")
+CROSSING = "cross-aug-sep"
+
+
+def month_rows(month: str) -> tuple[pa.Table, list[dict], list[dict]]:
+    """One month of usage: GPU i is held by job <month>-g<i//4>-w<week> from 02:00 to 20:00
+    each day (utilization by GPU), unallocated otherwise; GPU 15 is held by CROSSING from
+    Aug 30 to Sep 2. Returns (usage, jobs, results)."""
+    start, end = months.window(make_config(Path("."), timezone="UTC"), month)
+    n = int((end - start).total_seconds()) // GRAIN
+    t0 = np.datetime64(start.replace(tzinfo=None), "us")
+    times = t0 + np.arange(n, dtype="int64") * np.int64(GRAIN * 1_000_000)
+    hour = (np.arange(n) * GRAIN // 3600) % 24
+    day = np.arange(n) * GRAIN // 86400
+    cols = {k: [] for k in SCHEMAS["gpu_usage"].names}
+    jobs, results = {}, []
+    for g in range(GPUS):
+        held = (hour >= 2) & (hour < 20)
+        owner = np.where(held, np.char.add(f"{month}-g{g // 4}-w", (day // 7).astype(str)), None).astype(object)
+        if g == 15:
+            owner = np.full(n, None, dtype=object)
+            cross = (times >= np.datetime64("2026-08-30")) & (times < np.datetime64("2026-09-02"))
+            owner[cross] = CROSSING
+        util = np.where(owner == None, 0.0, 20.0 + 5.0 * g)  # noqa: E711 (element-wise)
+        seconds = np.full(n, GRAIN)
+        cols["interval_start"].append(times)
+        cols["cluster"].append(np.full(n, "c1", dtype=object))
+        cols["hostname"].append(np.full(n, f"h{g // 4}", dtype=object))
+        cols["gpu_uuid"].append(np.full(n, f"GPU-{g:02d}", dtype=object))
+        cols["gpu_index"].append(np.full(n, g % 4))
+        cols["gpu_model"].append(np.full(n, "A100" if g < 12 else "V100", dtype=object))
+        cols["mig_profile"].append(np.full(n, None, dtype=object))
+        cols["job_id"].append(owner)
+        cols["seconds_present"].append(seconds)
+        cols["util_mean"].append(util)
+        cols["seconds_busy"].append(np.where(util > 70, GRAIN, 0))
+        cols["seconds_idle"].append(np.where(util < 5, GRAIN, 0))
+        cols["mem_peak_mib"].append(np.full(n, 1000.0))
+        cols["power_mean_w"].append(np.full(n, 100.0 + g))
+        cols["energy_mj"].append(np.full(n, int((100 + g) * GRAIN * 1000)))
+        k = g // 4  # a job holds four GPUs of one model: its labels follow the group
+        for job in sorted({o for o in owner if o is not None} - set(jobs)):
+            jobs[job] = job_row(job, project=f"p{k % 3}", gpu_model="A100" if g < 12 else "V100",
+                                image_tag=f"tag-{k % 2}", model_type=f"yolov8{'nsm'[k % 3]}")
+            if job != CROSSING:
+                results.append(result_row(job, 0.3 + k / 100, 0.2 + k / 100, 10))
+    arrays = []
+    for field in SCHEMAS["gpu_usage"]:
+        values = np.concatenate(cols[field.name])
+        if pa.types.is_decimal(field.type):
+            values = [Decimal(int(v)) for v in values]
+        arrays.append(pa.array(values, type=field.type))
+    return pa.Table.from_arrays(arrays, schema=SCHEMAS["gpu_usage"]), list(jobs.values()), results
+
+
+def write_month(folder: Path, month: str) -> Path:
+    usage, jobs, results = month_rows(month)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(usage, folder / "gpu_usage.parquet")
+    pq.write_table(pa.Table.from_pylist(jobs, schema=SCHEMAS["jobs"]), folder / "jobs.parquet")
+    pq.write_table(pa.Table.from_pylist(results, schema=SCHEMAS["job_results"]), folder / "job_results.parquet")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def raw_months(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("months")
+    return {m: write_month(base / m, m) for m in MONTHS}
+
+
+PRICES = [("A100", "2.93"), ("V100", "1.10")]
+
+
+def _config(folder: Path, prices=None, **extra):
+    cfg = make_config(folder, prices=prices or PRICES, energy_prices=["0.25"], ingest={"retention_days": 30}, **extra)
+    return dataclasses.replace(cfg, report_dir=folder / "reports")
+
+
+@pytest.fixture(scope="module")
+def two_months(raw_months, tmp_path_factory):
+    """July and August loaded, month by month, into one database (copied by each test)."""
+    folder = tmp_path_factory.mktemp("two")
+    cfg = _config(folder)
+    for m in MONTHS[:2]:
+        load.load_parquet_dir(cfg, raw_months[m])
+    return cfg
+
+
+@pytest.fixture
+def loaded(two_months, tmp_path):
+    shutil.copyfile(two_months.database, tmp_path / "yolocost.duckdb")
+    return _config(tmp_path)
+
+
+def by_month_tables() -> list[str]:
+    return [m.name for m in models.discover() if m.by_month] + ["ledger_charges", "ledger_job_month"]
+
+
+def archive(cfg, month: str) -> dict[str, list]:
+    """Every stored row of `month` in the by-month models and the ledger, sorted."""
+    con = duckdb.connect(str(cfg.database), read_only=True)
+    try:
+        return {t: sorted(con.execute(f"SELECT * FROM {t} WHERE month = ?", [month]).fetchall(), key=repr)
+                for t in by_month_tables() if t not in months.PRUNED}
+    finally:
+        con.close()
+
+
+def count(cfg, sql: str) -> int:
+    con = duckdb.connect(str(cfg.database), read_only=True)
+    try:
+        return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
+
+
+GENERATED = re.compile(rb"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+
+
+def documents(cfg, month: str, folder: Path) -> dict[str, bytes]:
+    """The month's HTML reports, summary, index, finance CSV and job CSVs, by file name (the
+    minute each was generated at masked: it is the one thing a second rendering changes)."""
+    out = dataclasses.replace(cfg, report_dir=folder)
+    result = render_reports(out, month, ["all"], ["html", "summary", "csv", "index"])
+    return {p.name: GENERATED.sub(b"generated (time)", p.read_bytes()) for p in sorted(result.folder.iterdir())}
+
+
+def named_queries(cfg, month: str) -> dict[str, list]:
+    out = {}
+    for q in queries.available():
+        if "month" in q.params:
+            out[q.name] = queries.run(cfg.database, q, {"month": month}).rows
+    return out
+
+
+NOW = dt.datetime(2026, 9, 10, tzinfo=UTC)  # retention 30 days: the cutoff is Aug 11, July is prunable
+
+
+def test_a_pruned_month_keeps_every_figure_and_the_next_stays_rebuildable(loaded, raw_months, tmp_path):
+    before_docs = documents(loaded, "2026-07", tmp_path / "before")
+    before_queries = named_queries(loaded, "2026-07")
+    before_archive = archive(loaded, "2026-07")
+    august = archive(loaded, "2026-08")
+    july_rows = count(loaded, "SELECT count(*) FROM gpu_usage WHERE interval_start < '2026-08-01'")
+    assert july_rows == GPUS * 31 * 288 and any(n.endswith(".csv") for n in before_docs)
+
+    dry = months.prune_database(loaded, now=NOW, dry_run=True)
+    assert [m.month for m in dry.months] == ["2026-07"] and dry.months[0].rows["gpu_usage"] == july_rows
+    assert count(loaded, "SELECT count(*) FROM gpu_usage WHERE interval_start < '2026-08-01'") == july_rows
+
+    result = months.prune_database(loaded, now=NOW)
+    assert [m.month for m in result.months] == ["2026-07"]
+    for table in months.PRUNED:  # the usage rows and the tables of their size are gone
+        column = "interval_start < '2026-08-01'" if table == "gpu_usage" else "month = '2026-07'"
+        assert count(loaded, f"SELECT count(*) FROM {table} WHERE {column}") == 0, table
+    assert count(loaded, "SELECT count(*) FROM gpu_usage") == GPUS * 31 * 288  # August's stay
+
+    assert archive(loaded, "2026-07") == before_archive
+    assert documents(loaded, "2026-07", tmp_path / "after") == before_docs
+    assert named_queries(loaded, "2026-07") == before_queries
+
+    plan = load.rebuild_database(loaded)  # a plain build keeps the archived month
+    assert plan.months == ["2026-08"] and plan.archived == ["2026-07"]
+    assert documents(loaded, "2026-07", tmp_path / "rebuilt") == before_docs
+    assert archive(loaded, "2026-08") == august  # rebuilt from its raw rows: the same figures
+
+    with pytest.raises(YolocostError, match="2026-07 is archived"):
+        load.rebuild_database(loaded, "2026-07")
+    with pytest.raises(YolocostError, match="2026-07 is archived"):  # a load cannot replace it either
+        load.load_parquet_dir(loaded, raw_months["2026-07"])
+    assert archive(loaded, "2026-07") == before_archive
+
+
+class Profiled:
+    """A connection that notes, for every table scan of gpu_usage in every query it runs, the
+    rows DuckDB's profiler says the scan read."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con, self.scans = con, []
+        con.execute("PRAGMA enable_profiling = 'no_output'")
+
+    def execute(self, sql: str, *args):
+        result = self.con.execute(sql, *args)
+        self._note(json.loads(self.con.get_profiling_information(format="json")))
+        return result
+
+    def _note(self, node: dict) -> None:
+        if str(node.get("extra_info", {}).get("Table", "")).endswith(".gpu_usage"):
+            self.scans.append(node["operator_rows_scanned"])
+        for child in node.get("children", []):
+            self._note(child)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_a_month_build_reads_and_changes_only_its_own_month(loaded, raw_months):
+    july = archive(loaded, "2026-07")
+    rows = {m: GPUS * n * 288 for m, n in zip(MONTHS, (31, 31, 30))}
+    with db.writing(loaded.database) as con:
+        staged = load._load(con, loaded, raw_months["2026-09"], lambda _: None)
+        con.execute("COMMIT")  # September's rows stored as a load stores them, its models not yet built
+        con.execute("BEGIN TRANSACTION")
+        month_build = Profiled(con)
+        plan = load.rebuild(month_build, loaded, load.touched(loaded, staged.window_start, staged.window_end))
+        con.execute("ROLLBACK")
+        con.execute("BEGIN TRANSACTION")
+        full_build = Profiled(con)
+        load.rebuild(full_build, loaded, None)  # every month: the profile does see a full read
+        con.execute("ROLLBACK")
+        con.execute("BEGIN TRANSACTION")
+    assert plan.months == ["2026-09"]
+    assert full_build.scans and min(full_build.scans) >= sum(rows.values())
+    # each scan reads September's rows, and at most one row group (122,880 rows) of August's
+    # beside them: never July's 142,848
+    assert month_build.scans and all(rows["2026-09"] <= n < rows["2026-09"] + 122_880 for n in month_build.scans), \
+        month_build.scans
+
+    load.load_parquet_dir(loaded, raw_months["2026-09"])  # the same month through the CLI's path
+    assert archive(loaded, "2026-07") == july
+    # the job that crossed the boundary: its months add up to its total
+    con = duckdb.connect(str(loaded.database), read_only=True)
+    job = con.execute(f"SELECT gpu_seconds, cost, months FROM mart_job WHERE job_id = '{CROSSING}'").fetchone()
+    parts = con.execute(f"SELECT sum(gpu_seconds), sum(cost), count(*) FROM mart_job_month WHERE job_id = '{CROSSING}'"
+                        ).fetchone()
+    con.close()
+    assert job == parts and job[2] == 2 and job[0] == 3 * 86400
+
+
+def test_a_price_change_rebuilds_only_the_months_it_touches(loaded):
+    july, august = archive(loaded, "2026-07"), archive(loaded, "2026-08")
+    changed = _config(loaded.database.parent, prices=PRICES + [("A100", "2026-08-15", "3.50")])
+    plan = load.rebuild_database(changed, None)
+    assert plan.months == ["2026-07", "2026-08"]  # a plain build rebuilds every month it can
+    assert archive(changed, "2026-07") == july and archive(changed, "2026-08") != august
+    # a later load of August alone: July's fingerprint still matches, so July is not rebuilt
+    with db.writing(changed.database) as con:
+        assert months.plan(con, changed, ["2026-08"]).months == ["2026-08"]
+        assert months.plan(con, loaded, []).months == ["2026-08"]  # the old prices: August is stale, July not
+    # the new A100 price is charged from Aug 15 on
+    con = duckdb.connect(str(changed.database), read_only=True)
+    prices = con.execute("SELECT DISTINCT unit_price FROM ledger_charges WHERE month = '2026-08' "
+                         "AND gpu_model = 'A100' AND charge_kind = 'gpu' ORDER BY 1").fetchall()
+    con.close()
+    assert [p[0] for p in prices] == [Decimal("2.93"), Decimal("3.50")]
+
+
+def test_prune_refuses_a_month_built_with_other_prices(loaded):
+    changed = _config(loaded.database.parent, prices=[("A100", "3.10"), ("V100", "1.10")])
+    with pytest.raises(YolocostError, match="cannot prune 2026-07: it was built with other settings, prices"):
+        months.prune_database(changed, now=NOW)
+    assert count(loaded, "SELECT count(*) FROM gpu_usage WHERE interval_start < '2026-08-01'") > 0
+    kept = months.prune_database(changed, now=NOW, strict=False)  # the monthly run keeps it and says why
+    assert kept.months == [] and kept.skipped[0].startswith("2026-07: it was built with other settings")
+
+
+def test_the_cli_prunes_and_refuses_an_archived_month(loaded, tmp_path):
+    toml = tmp_path / "yolocost.toml"
+    toml.write_text(f'[cluster]\nname = "c1"\ntimezone = "UTC"\n[database]\npath = "{loaded.database}"\n'
+                    '[ingest]\nretention_days = 30\n[[prices]]\ngpu_model = "A100"\nprice_per_gpu_hour = "2.93"\n'
+                    '[[prices]]\ngpu_model = "V100"\nprice_per_gpu_hour = "1.10"\n[[energy_prices]]\n'
+                    'price_per_kwh = "0.25"\n', encoding="utf-8")
+    rows = count(loaded, "SELECT count(*) FROM gpu_usage")
+    dry = yolocost("--config", str(toml), "prune", "--dry-run", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "2026-07: would remove 142,848 usage rows" in dry.stdout and "2026-08: would remove" in dry.stdout
+    assert count(loaded, "SELECT count(*) FROM gpu_usage") == rows
+    done = yolocost("--config", str(toml), "prune", cwd=tmp_path)
+    assert done.returncode == 0 and "2026-08: removed 142,848 usage rows" in done.stdout, done.stderr
+    assert count(loaded, "SELECT count(*) FROM gpu_usage") == 0
+    again = yolocost("--config", str(toml), "build", "--month", "2026-08", cwd=tmp_path)
+    assert_one_line_error(again, "2026-08 is archived (its usage rows were pruned on")
+    plain = yolocost("--config", str(toml), "build", cwd=tmp_path)
+    assert plain.returncode == 0 and "kept 2 archived month(s)" in plain.stdout, plain.stderr
+    none = yolocost("--config", str(toml), "build", "--month", "2026-10", cwd=tmp_path)
+    assert_one_line_error(none, "the database holds no usage rows for 2026-10")
