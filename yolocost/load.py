@@ -88,7 +88,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, config: Config, touched_months: list
     db.write_settings(con, config)
     plan = months.plan(con, config, touched_months)
     progress(f"building models for {_listed(plan.months)}")
-    models.build(con, plan.months, plan.windows, before_merge=lambda c: check_priced(c, config))
+    models.build(con, plan.months, plan.windows, after_pricing=lambda c: check_priced(c, config))
     ledger.build(con, config.unallocated_policy, config.currency, plan.months, progress)
     months.record(con, config, plan.months)
     return plan

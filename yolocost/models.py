@@ -8,9 +8,10 @@ Within a layer, a relation is built after the ones it names.
 A model whose header says `-- materialized: by month` has a `month` column, and a month's
 rows come from that month's usage rows alone. A build names the months it rebuilds: their
 usage rows are read through a view in the schema `build_scope` that holds only those months'
-rows, every by-month model is computed there (names resolve to `build_scope` first), and
-its rows replace the same months' rows of the stored table; other months' rows, archived
-ones among them (yolocost.months), are neither read nor changed. The other models (jobs,
+rows; every by-month model is computed with names resolving to `build_scope` first, its
+rows replace the same months' rows of the stored table, and `build_scope` gets a view of
+just those rows for the models after it. Other months' rows, archived ones among them
+(yolocost.months), are neither read nor changed. The other models (jobs,
 the job totals over all months, the leaderboard) are small and rebuilt whole from the
 stored tables.
 """
@@ -93,11 +94,11 @@ def _dependency_order(models: dict[str, Model]) -> list[Model]:
 
 def build(con: duckdb.DuckDBPyConnection, months: Sequence[str],
           windows: Sequence[tuple[dt.datetime, dt.datetime]],
-          before_merge: Callable[[duckdb.DuckDBPyConnection], None] = lambda _: None) -> list[Model]:
+          after_pricing: Callable[[duckdb.DuckDBPyConnection], None] = lambda _: None) -> list[Model]:
     """Rebuild `months` of every by-month model from the usage rows in `windows` (UTC
     [start, end) of those months), then every other model; call inside a transaction so
-    that a failure changes nothing. `before_merge` sees the scoped int_usage_priced (names
-    resolve to build_scope first) before any stored row is replaced."""
+    that a failure changes nothing. `after_pricing` is called once the months' int_usage_priced
+    rows are in place (names resolving to build_scope first), before the models after it."""
     models = discover()
     rows = " OR ".join(f"(interval_start >= {literal(s)} AND interval_start < {literal(e)})" for s, e in windows)
     _drop_scope(con)
@@ -110,10 +111,9 @@ def build(con: duckdb.DuckDBPyConnection, months: Sequence[str],
             con.execute(f"CREATE VIEW {SCOPE}.{model.name} AS\n{model.sql}")
         elif model.by_month:
             con.execute(f"SET search_path = '{SCOPE},main'")
-            con.execute(f"CREATE TABLE {SCOPE}.{model.name} AS\n{model.sql}")
+            _replace_months(con, model, months)
             if model.name == "int_usage_priced":
-                before_merge(con)
-            _merge(con, model.name, months)
+                after_pricing(con)
         else:
             con.execute("SET search_path = 'main'")
             con.execute(f"CREATE OR REPLACE TABLE main.{model.name} AS\n{model.sql}")
@@ -141,31 +141,29 @@ def _columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[st
         "AND table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, table]).fetchall())
 
 
-def _merge(con: duckdb.DuckDBPyConnection, name: str, months: Sequence[str]) -> None:
-    """Make the scoped rows of `name` the stored rows of `months`; other months stay as they are.
-    A stored table that lacks a column this version computes gets it (NULL in other months)."""
-    stored, built = _columns(con, "main", name), _columns(con, SCOPE, name)
-    if not stored:
-        con.execute(f"CREATE TABLE main.{name} AS SELECT * FROM {SCOPE}.{name}")
-        return
-    listed = ", ".join(literal(m) for m in months) or "NULL"
+def _replace_months(con: duckdb.DuckDBPyConnection, model: Model, months: Sequence[str]) -> None:
+    """Replace the stored rows of `months` in a by-month model with the ones its SELECT gives
+    now (names resolve to build_scope first), then make build_scope.<name> a view of just those
+    rows for the models built after it. Other months stay as they are; a stored table that
+    lacks a column this version computes gets it (NULL in other months)."""
+    name, listed = model.name, ", ".join(literal(m) for m in months) or "NULL"
+    stored = _columns(con, "main", name)
+    built = {r[0]: r[1] for r in con.execute(f"DESCRIBE {model.sql}").fetchall()}
     changed = [c for c, kind in built.items() if c in stored and stored[c] != kind]
     if changed:
         kept = con.execute(f"SELECT count(*) FROM main.{name} WHERE month NOT IN ({listed})").fetchone()[0]
         if kept:
             raise YolocostError(
                 f"{name}: column(s) {', '.join(changed)} changed type in this version, and the table holds "
-                f"months this build does not rebuild ({kept:,} rows); rebuild every month with `yolocost build`, "
-                "or keep the version that built the archived months")
+                f"archived months ({kept:,} rows) that cannot be rebuilt; keep the version that built them")
         con.execute(f"DROP TABLE main.{name}")
-        con.execute(f"CREATE TABLE main.{name} AS SELECT * FROM {SCOPE}.{name}")
-        return
-    for column, kind in built.items():
-        if column not in stored:
-            con.execute(f'ALTER TABLE main.{name} ADD COLUMN "{column}" {kind}')
-    con.execute(f"DELETE FROM main.{name} WHERE month IN ({listed})")
-    con.execute(f"INSERT INTO main.{name} BY NAME SELECT * FROM {SCOPE}.{name}")
-
-
-def mart_names() -> list[str]:
-    return [m.name for m in discover() if m.layer == "marts"]
+        stored = {}
+    if not stored:
+        con.execute(f"CREATE TABLE main.{name} AS\n{model.sql}")
+    else:
+        for column, kind in built.items():
+            if column not in stored:
+                con.execute(f'ALTER TABLE main.{name} ADD COLUMN "{column}" {kind}')
+        con.execute(f"DELETE FROM main.{name} WHERE month IN ({listed})")
+        con.execute(f"INSERT INTO main.{name} BY NAME\n{model.sql}")
+    con.execute(f"CREATE VIEW {SCOPE}.{name} AS SELECT * FROM main.{name} WHERE month IN ({listed})")
