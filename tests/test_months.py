@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -148,14 +149,26 @@ def count(cfg, sql: str) -> int:
 
 
 GENERATED = re.compile(rb"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+PDF_SIZE = re.compile(rb'(\.pdf">PDF</a><span class="size" title=")\d+ bytes">[^<]*')  # in index.html
 
 
 def documents(cfg, month: str, folder: Path) -> dict[str, bytes]:
-    """The month's HTML reports, summary, index, finance CSV and job CSVs, by file name (the
-    minute each was generated at masked: it is the one thing a second rendering changes)."""
+    """The month's HTML and PDF reports, summary, index, finance CSV and job CSVs, by file name:
+    the bytes, with the minute each was generated at masked. A PDF is not the same bytes from
+    one rendering to the next (it embeds the time it was made, and its chart images vary by a
+    few bytes), so a PDF counts as the text on its pages, and its size in the index is masked."""
     out = dataclasses.replace(cfg, report_dir=folder)
-    result = render_reports(out, month, ["all"], ["html", "summary", "csv", "index"])
-    return {p.name: GENERATED.sub(b"generated (time)", p.read_bytes()) for p in sorted(result.folder.iterdir())}
+    result = render_reports(out, month, ["all"], ["html", "pdf", "summary", "csv", "index"])
+    files = sorted(result.folder.iterdir())
+    assert any(p.suffix == ".pdf" for p in files)
+    return {p.name: PDF_SIZE.sub(rb"\1(size)", GENERATED.sub(b"generated (time)",
+                                                              pdf_text(p) if p.suffix == ".pdf" else p.read_bytes()))
+            for p in files}
+
+
+def pdf_text(path: Path) -> bytes:
+    return subprocess.run(["pdftotext", "-layout", "-enc", "UTF-8", str(path), "-"], capture_output=True,
+                          check=True).stdout
 
 
 def named_queries(cfg, month: str) -> dict[str, list]:
