@@ -307,6 +307,15 @@ def test_the_cli_prunes_and_refuses_an_archived_month(loaded, tmp_path):
                     '[[prices]]\ngpu_model = "V100"\nprice_per_gpu_hour = "1.10"\n[[energy_prices]]\n'
                     'price_per_kwh = "0.25"\n', encoding="utf-8")
     rows = count(loaded, "SELECT count(*) FROM gpu_usage")
+    as_of = yolocost("--config", str(toml), "prune", "--dry-run", "--as-of", "2026-09-10", cwd=tmp_path)
+    # by hand: GPU-days x owners (15 GPUs held and free each day, GPU 15 free all July); job x
+    # interval (four jobs a day, one per group of four GPUs, 18 h of 12 intervals)
+    gpu_days, job_intervals = 15 * 31 * 2 + 31, 4 * 18 * 12 * 31
+    assert as_of.returncode == 0 and as_of.stdout.splitlines() == [
+        f"2026-07: would remove {GPUS * 31 * 288:,} usage rows (int_usage_priced {GPUS * 31 * 288:,}, "
+        f"int_usage_gpu_day {gpu_days:,}, int_job_intervals {job_intervals:,})"], as_of.stdout + as_of.stderr
+    future = yolocost("--config", str(toml), "prune", "--as-of", "2999-01-01", cwd=tmp_path)
+    assert_one_line_error(future, "--as-of 2999-01-01 is in the future")
     dry = yolocost("--config", str(toml), "prune", "--dry-run", cwd=tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert "2026-07: would remove 142,848 usage rows" in dry.stdout and "2026-08: would remove" in dry.stdout

@@ -7,6 +7,7 @@ results to files or stdout.
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -303,8 +304,10 @@ def build(state: State, month):
 
 @main.command()
 @click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+@click.option("--as-of", "as_of", metavar="DATE", help="Count the retention back from this date or time instead "
+              "of now (configured time zone unless it has an offset); it may not be in the future.")
 @pass_state
-def prune(state: State, dry_run):
+def prune(state: State, dry_run, as_of):
     """Remove usage rows older than [ingest] retention_days, keeping every figure.
 
     A month's usage rows (and the intermediate tables of their size) go together, once
@@ -317,11 +320,17 @@ def prune(state: State, dry_run):
     \b
     Example:
       yolocost --config yolocost.toml prune --dry-run
+      yolocost prune --as-of 2026-11-01
     """
+    from .ingest import parse_instant
     from .months import prune_database
 
     _require_database(state.config)
-    result = prune_database(state.config, dry_run=dry_run, progress=state.log)
+    now = dt.datetime.now(dt.timezone.utc)
+    when = now if as_of is None else parse_instant(as_of, state.config, "--as-of")
+    if when > now:
+        raise YolocostError(f"--as-of {as_of} is in the future: retention counts back from a time that has come")
+    result = prune_database(state.config, dry_run=dry_run, now=when, progress=state.log)
     verb = "would remove" if dry_run else "removed"
     if not result.months:
         click.echo(f"nothing to prune: no month with usage rows ended before {result.cutoff:%Y-%m-%d %H:%M} UTC "
