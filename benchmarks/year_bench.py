@@ -483,14 +483,14 @@ def verdict(result: dict, mode: str | None) -> dict:
 
 
 def print_table(result: dict) -> None:
-    print(f"{'month':8} {'load s':>7} {'html s':>7} {'pdf s':>7} {'export s':>8} {'set s':>7} {'set GiB':>7} "
+    print(f"{'month':8} {'rows':>11} {'load s':>7} {'html s':>7} {'pdf s':>7} {'export s':>8} {'set s':>7} {'set GiB':>7} "
           f"{'prune s':>7} {'DB MiB':>8} {'pruned':>8} {'raw months':>10} {'other CPU':>9}")
     for p in result["per_month"]:
         wall = {s["step"]: s["wall_s"] for s in p["steps"]}
         s = p["monthly_set"]
         after = p["db_after_prune"]
         prune_s = f"{wall['prune']:.1f}" if "prune" in wall else "-"
-        print(f"{p['month']:8} {wall['load']:7.1f} {wall['html']:7.1f} {wall['pdf']:7.1f} {wall['export']:8.1f} "
+        print(f"{p['month']:8} {p['data']['prepared']['usage_rows']:11,} {wall['load']:7.1f} {wall['html']:7.1f} {wall['pdf']:7.1f} {wall['export']:8.1f} "
               f"{s['wall_s']:7.1f} {gib(s['peak_rss_tree_bytes']):>7} "
               f"{prune_s:>7} {mib(p['db_before_prune']['file_bytes']):>8} "
               f"{(mib(after['file_bytes']) if after else '-'):>8} "
