@@ -44,6 +44,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -340,6 +341,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.months < 1 or args.keep_months < 1:
         ap.error("--months and --keep-months must be at least 1")
+    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.last):
+        ap.error(f"--last must be a month YYYY-MM, got {args.last!r}")
 
     yolocost = str(args.yolocost)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
