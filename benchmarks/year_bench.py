@@ -10,10 +10,11 @@ peak RSS of the yolocost process and of its whole process tree, other processes'
     export   yolocost --config CFG --db DB report --month M --format csv,summary,index
     prune    yolocost --config CFG --db DB prune ...           (raw rows of months past the retention)
 
-The monthly set is load + html + pdf + export; prune is timed apart. `prune` keeps the raw
-rows of the last --keep-months months (3: about the default 90 days of [ingest]
-retention_days): with `prune --before YYYY-MM` where the CLI has it, else with a config whose
-retention_days reaches back to the first kept month. A CLI without `prune` skips the step and
+The monthly set is load + html + pdf + export; prune is timed apart. `prune --as-of` runs as
+the cron's monthly run would, on the first of the next month at 06:00, with the default 90-day
+[ingest] retention_days (which keeps the raw rows of the last three months); a CLI with
+`prune --before YYYY-MM` instead keeps the last --keep-months months, and one with neither
+gets a config whose retention_days reaches back to the first kept month. A CLI without `prune` skips the step and
 says so. Per month also: the database file's size before and after prune, DuckDB's used
 bytes, the raw usage rows stored per month, and the ledger totals of every month loaded so far
 (they must not change when later months are loaded or older ones pruned).
@@ -257,12 +258,16 @@ def write_config(run: Path, first_month: str, retention_days: int | None = None,
 
 
 def prune_mode(yolocost: str, env: dict[str, str]) -> tuple[str | None, str]:
-    """How this CLI prunes: 'before' (prune --before YYYY-MM), 'retention' (prune with the
-    config's retention_days) or None (no prune command), with the reason."""
+    """How this CLI prunes: 'as-of' (prune --as-of the cron's run time, the first of the next
+    month at 06:00, with the default 90-day retention), 'before' (prune --before YYYY-MM),
+    'retention' (prune with the config's retention_days) or None (no prune command), with
+    the reason."""
     p = subprocess.run([yolocost, "prune", "--help"], capture_output=True, text=True, env=env, cwd=ROOT)
     if p.returncode != 0:
         line = (p.stderr.strip().splitlines() or ["no output"])[-1]
         return None, f"`yolocost prune --help` failed ({line}): the CLI has no prune yet, step skipped"
+    if "--as-of" in p.stdout:
+        return "as-of", "prune --as-of the first of the next month 06:00 (the cron's run), retention 90 days"
     if "--before" in p.stdout:
         return "before", "prune --before YYYY-MM"
     return "retention", "prune with [ingest] retention_days reaching back to the first kept month"
@@ -411,7 +416,9 @@ def main() -> None:
         keep_from = shift(m, 1 - args.keep_months)
         pruned = None
         if mode is not None:
-            if mode == "before":
+            if mode == "as-of":
+                argv = base + ["prune", "--as-of", f"{shift(m, 1)}-01T06:00"]
+            elif mode == "before":
                 argv = base + ["prune", "--before", keep_from]
             else:
                 days = retention_days_for(keep_from, dt.datetime.now(dt.timezone.utc))
