@@ -136,9 +136,10 @@ def _drop_scope(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str]:
+    # literals, not parameters: the ingest binds none (see sqltext)
     return dict(con.execute(
         "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = current_database() "
-        "AND table_schema = ? AND table_name = ? ORDER BY ordinal_position", [schema, table]).fetchall())
+        f"AND table_schema = {literal(schema)} AND table_name = {literal(table)} ORDER BY ordinal_position").fetchall())
 
 
 def _replace_months(con: duckdb.DuckDBPyConnection, model: Model, months: Sequence[str]) -> None:
