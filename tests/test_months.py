@@ -214,6 +214,9 @@ def test_a_pruned_month_keeps_every_figure_and_the_next_stays_rebuildable(loaded
         load.rebuild_database(loaded, "2026-07")
     with pytest.raises(YolocostError, match="2026-07 is archived"):  # a load cannot replace it either
         load.load_parquet_dir(loaded, raw_months["2026-07"])
+    moved = _config(loaded.database.parent, timezone="Europe/Berlin")  # its months could not be cut again
+    with pytest.raises(YolocostError, match="timezone is 'Europe/Berlin', but the database holds archived months"):
+        load.rebuild_database(moved)
     assert archive(loaded, "2026-07") == before_archive
 
 
