@@ -13,6 +13,7 @@ import contextlib
 import datetime as dt
 import math
 import re
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -239,16 +240,28 @@ class _Fetcher:
         are queued as soon as its plan is back, so the server always has `concurrency`
         requests to work on (no chunk waits for the slowest query of the one before). A
         chunk's answers are kept only once all of them have arrived; a chunk refused as too
-        big is dropped whole and planned again as two halves."""
+        big is dropped whole and planned again as two halves. At most `concurrency` + 2
+        requests are out or answered and not yet converted, so decoded answers cannot pile
+        up while this thread converts one (memory stays that of a few answers)."""
         grain = self.config.grain_seconds
         total, done = end - start, 0
         out = _Points(list(self.queries.grain_queries()), start, end, grain)
         running: dict = {}  # future -> (chunk, query name or None for the plan)
+        backlog: deque = deque()  # (chunk, name, function, arguments) not sent yet
+        limit = self.config.prometheus.concurrency + 2
+
+        def send(chunk: _Chunk, name, fn, *args) -> None:
+            self.requests += 1
+            backlog.append((chunk, name, fn, args))
+
+        def fill() -> None:
+            while backlog and len(running) < limit:
+                chunk, name, fn, args = backlog.popleft()
+                if not chunk.dropped:
+                    running[pool.submit(fn, *args)] = (chunk, name)
 
         def plan(chunk: _Chunk) -> None:
-            self.requests += 1
-            running[pool.submit(self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)] = \
-                (chunk, None)
+            send(chunk, None, self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {r["metric"].get("UUID", "") for r in plan_answer}
@@ -260,11 +273,9 @@ class _Fetcher:
             pieces = self._energy_pieces(chunk.start, chunk.end)
             chunk.waiting = len(queries) + len(pieces)
             for name, q in queries:
-                self.requests += 1
-                running[pool.submit(self.client.query_range, q, chunk.start + grain, chunk.end, grain)] = (chunk, name)
+                send(chunk, name, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
             for a, b in pieces:  # the plain GPUs' energy counter, raw: differenced here
-                self.requests += 1
-                running[pool.submit(self.client.query, plain.energy_samples(b - a), b)] = (chunk, (a, b))
+                send(chunk, (a, b), self.client.query, plain.energy_samples(b - a), b)
 
         def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
             chunk.dropped = True
@@ -287,6 +298,7 @@ class _Fetcher:
         try:
             for a, b in self._chunks(start, end):
                 plan(_Chunk(a, b))
+            fill()
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -312,6 +324,8 @@ class _Fetcher:
                         done += chunk.end - chunk.start
                         self.say(f"fetched {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
                                  f"({100 * done / total:.0f}%)")
+                    del answer
+                fill()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return out
