@@ -129,6 +129,8 @@ def prepare(args, workdir: Path) -> tuple[Path, dict]:
         log(f"day {d + 1}/{args.days}: generated {gen_s:.1f} s, backfilled {wall:.1f} s ({size / 1e9:.1f} GB text, "
             f"promtool {rss:.0f} MiB), {_free_gib(tsdb):.0f} GiB free")
     shutil.rmtree(om_dir, ignore_errors=True)
+    for stale in ("samples", "dcgm_samples"):
+        state.pop(stale, None)
     metas = [json.loads((tsdb / b / "meta.json").read_text()) for b in _blocks(tsdb)]
     state["blocks"] = len(metas)
     state["tsdb_samples"] = sum(m["stats"]["numSamples"] for m in metas)
@@ -181,7 +183,8 @@ def measure(args, workdir: Path, tsdb: Path, prep: dict) -> None:
                     "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                 "loadavg_at_start": os.getloadavg()},
                     "data": prep, "windows": []}
-    result["data"].pop("blocks_by_day", None)
+    for stale in ("blocks_by_day", "samples", "dcgm_samples"):  # (the TSDB's own count is tsdb_samples)
+        result["data"].pop(stale, None)
     try:
         result["server_start_s"] = round(prom.start(), 2)
         result["machine"]["prometheus"] = prom.get("/api/v1/status/buildinfo")["data"]["version"]
