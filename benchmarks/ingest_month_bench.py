@@ -228,6 +228,8 @@ def measure(args, workdir: Path, tsdb: Path, prep: dict) -> None:
                     row[p]["jobs"] = len(figures["jobs"])
                     row[p]["gpu_hours"] = round(sum(j["gpu_hours"] for j in figures["jobs"].values()), 3)
                 row[p]["server_cpu_s_per_gpu_day"] = round(row[p]["server_cpu_s"] / (gpus * w), 5)
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # after each path
+                Path(args.out).write_text(json.dumps({**result, "windows": [*result["windows"], row]}, indent=1) + "\n")
             if "a" in row and "b" in row:
                 row["a_vs_base"] = _same_rows(scratch / f"a{w}.duckdb", scratch / f"b{w}.duckdb")
                 log(f"a vs base at {w} days: {row['a_vs_base']}")
