@@ -3,7 +3,8 @@
 The requests are the ones `yolocost ingest` sends while it fetches the grain points: the
 ingest's own `_Fetcher.run` is run with its client recording every request made inside
 `_Fetcher._grain_points` (instant queries it uses to plan a chunk go to the server, since
-what follows depends on them; range queries are only recorded and answered with nothing),
+what follows depends on them; range queries and the instant queries for the energy
+counter's raw samples are only recorded and answered with nothing),
 and stopped there. So the list holds whatever the ingest decides for this server and window:
 which queries, which chunks, which GPUs get which PromQL.
 
@@ -33,6 +34,7 @@ T0 = time.monotonic()
 from yolocost.config import load_config  # noqa: E402
 from yolocost.ingest import _Fetcher  # noqa: E402
 from yolocost.promclient import PrometheusClient, _ts  # noqa: E402
+from yolocost.promql import ENERGY  # noqa: E402
 
 QUERY, RANGE = "/api/v1/query", "/api/v1/query_range"
 
@@ -47,10 +49,12 @@ def ingest_requests(config, client: PrometheusClient, start: int, end: int) -> l
     lock = threading.Lock()
     real_query = client.query
 
-    def query(promql: str, at: float) -> list[dict]:
+    def query(promql_: str, at: float) -> list[dict]:
         with lock:
-            recorded.append((QUERY, {"query": promql, "time": _ts(at)}))
-        return real_query(promql, at)
+            recorded.append((QUERY, {"query": promql_, "time": _ts(at)}))
+        if promql_.startswith(ENERGY):  # the raw energy samples: only recorded, like the range queries
+            return []
+        return real_query(promql_, at)
 
     def query_range(promql: str, a: float, b: float, step: float) -> list[dict]:
         with lock:

@@ -10,6 +10,10 @@ back to back with idle gaps, each job one pod holding all GPUs of its lane.
 One file per UTC day keeps `promtool tsdb create-blocks-from openmetrics` fast: it reads a
 whole file into memory and parses it once per block, so a week in one file is parsed eight
 times over.
+
+`generate` makes the whole window in memory (small fleets); `generate_days` makes the same
+kind of cluster one day at a time, so that a 1,000-GPU month can be written, backfilled and
+deleted day by day with flat memory and disk (its values are not the same as `generate`'s).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -195,6 +200,145 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
     }
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def _plan(rng: np.random.Generator, seed: int, hosts: list[tuple[str, str, int]], n: int
+          ) -> tuple[list[tuple[str, str, int, str, int]], list[Job]]:
+    """GPU rows (host, kind, index, uuid, host no) and the jobs of every lane over n slots."""
+    gpu_rows: list[tuple[str, str, int, str, int]] = []
+    jobs: list[Job] = []
+    for h, (host, kind, count) in enumerate(hosts):
+        g = 0
+        for lane in MODELS[kind][2]:
+            lane_gpus = list(range(len(gpu_rows) + g, len(gpu_rows) + g + lane))
+            g += lane
+            k = int(rng.integers(0, 240))
+            while k < n:
+                length = int(rng.integers(120, 1200))
+                project = PROJECTS[int(rng.integers(len(PROJECTS)))]
+                model_type = MODEL_TYPES[int(rng.integers(len(MODEL_TYPES)))]
+                no = len(jobs)
+                jobs.append(Job(
+                    pod=f"train-{model_type}-{no:05d}-{_hex(seed, 'pod', no, n=5)}",
+                    namespace=f"team-{project}", project=project,
+                    user=USERS[int(rng.integers(len(USERS)))], model_type=model_type,
+                    tag=f"train-{model_type}-medium-cu121" if rng.random() > 0.1 else "latest",
+                    digest="sha256:" + _hex(seed, "image", no), first=k, last=min(k + length, n),
+                    gpus=lane_gpus,
+                ))
+                k += length + int(rng.integers(0, 360))
+        for index in range(count):
+            gpu_rows.append((host, kind, index, _uuid(seed, host, index), h))
+    return gpu_rows, jobs
+
+
+def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int, seed: int = 7,
+                  lead_slots: int = 20, tail_slots: int = 20, first_day: int = 0) -> Iterator[tuple[int, Path, dict]]:
+    """Yield (day, file, meta so far) for each UTC day: the day's file is written just before it
+    is yielded, so the caller can backfill and delete it before the next one is made.
+
+    Same cluster model as `generate`: lanes of 1-4 GPUs running 1-10 h jobs with idle gaps, 4
+    dcgm metrics per GPU every 30 s with the pod's labels while it holds the GPU, and
+    kube-state-metrics per pod. Only the plan of jobs (a few bytes per job) spans the window;
+    values are drawn per day (the energy counter carries over), so memory does not grow with
+    the number of days. Day 0 also holds `lead_slots` before `start`, the last day `tail_slots`
+    after the window. Days before `first_day` are drawn but not written (resuming)."""
+    assert start % 86400 == 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = days * 86400 // SCRAPE + lead_slots + tail_slots
+    t0 = start - lead_slots * SCRAPE
+    hosts = fleet(gpus)
+    gpu_rows, jobs = _plan(rng, seed, hosts, n)
+    mean = rng.uniform(15, 98, len(jobs))
+    gpu_jobs = [[] for _ in gpu_rows]
+    for j, job in enumerate(jobs):
+        for g in job.gpus:
+            gpu_jobs[g].append(j)
+    counter = rng.integers(10**9, 10**10, len(gpu_rows))
+    offsets = np.array([round((1.0 + 0.37 * h) % 29.0, 3) for h in range(len(hosts))])
+    host_of = np.array([row[4] for row in gpu_rows])
+
+    def labels(g: int, o: int) -> str:
+        host, kind, index, uuid, h = gpu_rows[g]
+        base = (f'gpu="{index}",UUID="{uuid}",device="nvidia{index}",modelName="{MODELS[kind][0]}",'
+                f'Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER}",instance="10.1.{h // 250}.{h % 250 + 1}:9400",'
+                f'job="dcgm-exporter"')
+        if o < 0:
+            return base
+        return base + f',namespace="{jobs[o].namespace}",pod="{jobs[o].pod}",container="trainer"'
+
+    # slots of each day: day 0 from slot 0 (the lead), the last day to slot n (the tail)
+    edges = [0] + [lead_slots + d * 86400 // SCRAPE for d in range(1, days)] + [n]
+    meta = {"generator": "benchmarks/synth_openmetrics.py generate_days", "seed": seed, "gpus": len(gpu_rows),
+            "hosts": len(hosts), "days": days, "window_start": start, "window_end": start + days * 86400,
+            "scrape_seconds": SCRAPE, "jobs": len(jobs), "samples": 0, "dcgm_samples": 0, "files": [],
+            "models": sorted({MODELS[k][0] for _, k, _ in hosts})}
+    for d in range(days):
+        k0, k1 = edges[d], edges[d + 1]
+        m = k1 - k0
+        day_rng = np.random.default_rng([seed, d])
+        slots = np.arange(k0, k1)
+        owner = np.full((len(gpu_rows), m), -1, np.int64)
+        for g, js in enumerate(gpu_jobs):
+            for j in js:
+                a, b = max(jobs[j].first, k0), min(jobs[j].last, k1)
+                if a < b:
+                    owner[g, a - k0:b - k0] = j
+        held = owner >= 0
+        u = np.where(held, mean[np.maximum(owner, 0)] + day_rng.normal(0, 12, owner.shape),
+                     day_rng.integers(0, 3, owner.shape))
+        util = np.clip(np.rint(u), 0, 100).astype(np.int64)
+        fb_max = np.array([MODELS[r[1]][3] for r in gpu_rows])[:, None]
+        idle_w = np.array([MODELS[r[1]][4] for r in gpu_rows])[:, None]
+        max_w = np.array([MODELS[r[1]][5] for r in gpu_rows])[:, None]
+        fb = np.where(held, fb_max * (0.3 + 0.6 * util / 100), 0).astype(np.int64)
+        power = np.round(idle_w + (max_w - idle_w) * util / 100 + day_rng.normal(0, 2, owner.shape), 1)
+        energy = counter[:, None] + np.cumsum(np.rint(power * SCRAPE * 1000).astype(np.int64), axis=1)
+        counter = energy[:, -1].copy()
+        if d < first_day:
+            continue
+        ts_base = t0 + SCRAPE * slots
+        # "value timestamp" of every sample built with numpy string ops, joined per series run
+        path = out_dir / f"metrics-{(start + d * 86400) // 86400}.om"
+        count = 0
+        with open(path, "w") as fh:
+            for name, data, fmt in (("DCGM_FI_DEV_GPU_UTIL", util, "%d"), ("DCGM_FI_DEV_FB_USED", fb, "%d"),
+                                    ("DCGM_FI_DEV_POWER_USAGE", power, "%.1f"),
+                                    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", energy, "%d")):
+                fh.write(f"# TYPE {name} gauge\n")
+                for g in range(len(gpu_rows)):
+                    ts = ts_base + offsets[host_of[g]]
+                    tail = np.char.add(np.char.add(np.char.mod(fmt, data[g]), " "), np.char.mod("%.3f\n", ts))
+                    o = owner[g]
+                    cuts = np.flatnonzero(np.diff(o)) + 1
+                    for a, b in zip(np.r_[0, cuts], np.r_[cuts, m]):
+                        prefix = f"{name}{{{labels(g, int(o[a]))}}} "
+                        fh.write(prefix + prefix.join(tail[a:b].tolist()))
+                    count += m
+            ksm = ts_base + 7.5
+            ksm_text = np.char.mod("1 %.3f\n", ksm)
+            for name in ("kube_pod_labels", "kube_pod_container_info"):
+                fh.write(f"# TYPE {name} gauge\n")
+                for job in jobs:
+                    a, b = max(job.first, k0), min(job.last, k1)
+                    if a >= b:
+                        continue
+                    if name == "kube_pod_labels":
+                        extra = (f'label_project="{job.project}",label_user="{job.user}",'
+                                 f'label_model_type="{job.model_type}",label_app="yolo-train"')
+                    else:
+                        extra = (f'container="trainer",image="registry.example/yolo:{job.tag}",'
+                                 f'image_id="registry.example/yolo@{job.digest}"')
+                    prefix = (f'{name}{{namespace="{job.namespace}",pod="{job.pod}",{extra},'
+                              f'job="kube-state-metrics",instance="10.1.9.9:8080"}} ')
+                    fh.write(prefix + prefix.join(ksm_text[a - k0:b - k0].tolist()))
+                    count += b - a
+            fh.write("# EOF\n")
+        meta["files"].append(path.name)
+        meta["samples"] += count
+        meta["dcgm_samples"] += 4 * len(gpu_rows) * m
+        yield d, path, meta
 
 
 if __name__ == "__main__":  # quick look: python benchmarks/synth_openmetrics.py OUT [GPUS DAYS]

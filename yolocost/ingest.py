@@ -1,9 +1,10 @@
 """`yolocost ingest`: one time window from Prometheus into the raw tables, atomically.
 
-Everything is fetched first (grain-level points only, see promql.py), assembled into raw
-rows in memory, and then written in one transaction that replaces the window and rebuilds
-the models. A kill at any point leaves the database as it was; a lock file keeps a second
-ingest of the same database out while one runs.
+Everything is fetched first (grain-level points, and the energy counter's raw samples for
+GPUs with one series at a time, see promql.py), assembled into raw rows in memory, and
+then written in one transaction that replaces the window and rebuilds the models. A kill
+at any point leaves the database as it was; a lock file keeps a second ingest of the same
+database out while one runs.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import contextlib
 import datetime as dt
 import math
 import re
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -33,6 +35,7 @@ Progress = Callable[[str], None]
 UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
+RAW_SAMPLES = 250_000  # raw energy samples per request, about (see _Fetcher._energy_pieces)
 TRAINING_SLACK = 3600  # progress series are read this long past the window end
 # dcgm utilization metrics read per [ingest] utilization, in order of preference for the message
 _UTIL_METRICS = {"dev": (promql.UTIL_DEV,), "prof": (promql.UTIL_PROF,), "auto": (promql.UTIL_DEV, promql.UTIL_PROF)}
@@ -170,6 +173,7 @@ class _Fetcher:
         found = self._series([*util_metrics, promql.FB_USED, promql.POWER, promql.ENERGY, promql.POD_LABELS,
                               promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
         util_series = [s for m in util_metrics for s in found[m]]
+        self.gpus = len({s.get("UUID", "") for s in util_series})
         has_prof = bool(found.get(promql.UTIL_PROF))
         if not util_series:
             raise DataError(
@@ -235,27 +239,42 @@ class _Fetcher:
         are queued as soon as its plan is back, so the server always has `concurrency`
         requests to work on (no chunk waits for the slowest query of the one before). A
         chunk's answers are kept only once all of them have arrived; a chunk refused as too
-        big is dropped whole and planned again as two halves."""
+        big is dropped whole and planned again as two halves. At most `concurrency` + 2
+        requests are out or answered and not yet converted, so decoded answers cannot pile
+        up while this thread converts one (memory stays that of a few answers)."""
         grain = self.config.grain_seconds
         total, done = end - start, 0
         out = _Points(list(self.queries.grain_queries()), start, end, grain)
         running: dict = {}  # future -> (chunk, query name or None for the plan)
+        backlog: deque = deque()  # (chunk, name, function, arguments) not sent yet
+        limit = self.config.prometheus.concurrency + 2
+
+        def send(chunk: _Chunk, name, fn, *args) -> None:
+            self.requests += 1
+            backlog.append((chunk, name, fn, args))
+
+        def fill() -> None:
+            while backlog and len(running) < limit:
+                chunk, name, fn, args = backlog.popleft()
+                if not chunk.dropped:
+                    running[pool.submit(fn, *args)] = (chunk, name)
 
         def plan(chunk: _Chunk) -> None:
-            self.requests += 1
-            running[pool.submit(self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)] = \
-                (chunk, None)
+            send(chunk, None, self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {r["metric"].get("UUID", "") for r in plan_answer}
             special = sorted((always_special | shared) - {""})
-            queries = list(self.queries.only(special, keep=False).plain_queries().items())
+            plain = self.queries.only(special, keep=False)
+            queries = list(plain.plain_queries().items())
             if special:
                 queries += list(self.queries.only(special, keep=True).grain_queries().items())
-            chunk.waiting = len(queries)
+            pieces = self._energy_pieces(chunk.start, chunk.end)
+            chunk.waiting = len(queries) + len(pieces)
             for name, q in queries:
-                self.requests += 1
-                running[pool.submit(self.client.query_range, q, chunk.start + grain, chunk.end, grain)] = (chunk, name)
+                send(chunk, name, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
+            for a, b in pieces:  # the plain GPUs' energy counter, raw: differenced here
+                send(chunk, (a, b), self.client.query, plain.energy_samples(b - a), b)
 
         def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
             chunk.dropped = True
@@ -278,6 +297,7 @@ class _Fetcher:
         try:
             for a, b in self._chunks(start, end):
                 plan(_Chunk(a, b))
+            fill()
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in finished:
@@ -292,7 +312,10 @@ class _Fetcher:
                     if name is None:
                         queue(chunk, answer)
                         continue
-                    chunk.parts.append((name, self._arrays(out, answer)))
+                    if isinstance(name, tuple):
+                        chunk.parts.append(("energy", self._energy_arrays(out, answer, *name)))
+                    else:
+                        chunk.parts.append((name, self._arrays(out, answer)))
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
                         out.keep_chunk(chunk.parts)
@@ -300,9 +323,29 @@ class _Fetcher:
                         done += chunk.end - chunk.start
                         self.say(f"fetched {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
                                  f"({100 * done / total:.0f}%)")
+                    del answer
+                fill()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return out
+
+    def _energy_pieces(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(start, end] pieces of a chunk for the raw energy samples, whole grains each, about
+        RAW_SAMPLES samples per request at the window's number of GPUs: a request's JSON,
+        decoded, takes some 150 bytes per sample."""
+        grain, scrape = self.config.grain_seconds, self.config.prometheus.scrape_interval_seconds
+        size = max(grain, RAW_SAMPLES * scrape // max(1, self.gpus) // grain * grain)
+        return [(a, min(a + size, end)) for a in range(start, end, size)]
+
+    def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """`_energy_points` of one piece's raw samples; a point that is not a [time, "value"]
+        pair stops the ingest, naming the server (as `_arrays`)."""
+        try:
+            return _energy_points(points, answer, start, end, self.config.prometheus.scrape_interval_seconds)
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
+                                        "numbers") from None
 
     def _arrays(self, points: "_Points", answer: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """`points.arrays(answer)`; a point that is not a [time, "value"] pair on the query's
@@ -476,6 +519,70 @@ class _Points:
         key = concat(self.keys, np.int64)
         values = {n: concat(v, np.float64) for n, v in self.values.items()}
         return key // self.steps, key % self.steps, concat(self.samples, np.float64), values
+
+
+def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, scrape: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(key, energy) per series x grain step of (start, end] from the energy counter's raw
+    samples in [start - LOOKBACK, end) (`GrainQueries.energy_samples`), as the joined path's
+    PromQL computes them: at each subquery step t (the multiples of the scrape interval in
+    (start, end]) a GPU's counter is the max over its series of each one's last sample in
+    [t - LOOKBACK, t) (ms); its delta is that minus the same at t - scrape, or the value
+    itself where it dropped (a reset); no delta where either is missing. A step's delta goes
+    to each series of the GPU with a sample in [t - scrape, t): the series carry the same
+    labels as their utilization series (one scrape), so this is the owner the step's sample
+    had. Keys are `_Points.arrays`' (series id x steps + grain step)."""
+    grain = points.grain
+    ms, step_ms, back = 1000, scrape * 1000, promql.LOOKBACK * 1000
+    base = start * ms - back  # sample times relative to this, >= 0 for the samples asked for
+    sizes = np.array([len(s["values"]) for s in answer], np.int64)
+    sid = np.array([points._sid(s["metric"]) for s in answer], np.int64)
+    uuids: dict[str, int] = {}
+    gpu = np.array([uuids.setdefault(s["metric"].get("UUID", ""), len(uuids)) for s in answer], np.int64)
+    flat = [v for s in answer for v in s["values"]]
+    t = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * ms).astype(np.int64) - base
+    value = np.array([v[1] for v in flat], dtype=np.float64)
+    del flat
+    n = (end - start) // scrape  # steps k = 1..n at start + k * scrape; k = 0 only as "before"
+    steps = step_ms * np.arange(n + 1, dtype=np.int64) + back  # relative times of steps 0..n
+    keep = (t >= 0) & (t < steps[-1])
+    if not keep.all():
+        sizes = np.bincount(np.repeat(np.arange(len(answer)), sizes)[keep], minlength=len(answer))
+        t, value = t[keep], value[keep]
+    if not len(t):
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    series = np.repeat(np.arange(len(answer)), sizes)
+    order = np.lexsort((t, series))  # by series, then time (Prometheus sends them so: cheap)
+    series, t, value = series[order], t[order], value[order]
+    big = int(steps[-1]) + back + 1
+    sample_key = series * big + t
+    # (series, step) pairs where the series can have a last sample within LOOKBACK
+    has = sizes > 0
+    first = np.searchsorted(sample_key, np.flatnonzero(has) * big)
+    last = np.r_[first[1:], len(t)] - 1
+    lo = np.searchsorted(steps, t[first] + 1)  # first step after the series' first sample
+    hi = np.searchsorted(steps, t[last] + back, side="right")  # steps up to LOOKBACK after its last
+    count = np.maximum(hi - lo, 0)
+    pair_series = np.repeat(np.flatnonzero(has), count)
+    pair_step = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + np.repeat(lo, count)
+    at = np.searchsorted(sample_key, pair_series * big + steps[pair_step] - 1, side="right") - 1
+    # at >= 0 and on the same series: a step after the series' first sample has one
+    age = steps[pair_step] - t[at]
+    seen = age <= back
+    counter = np.full(len(uuids) * (n + 1), np.nan)
+    np.fmax.at(counter, (gpu[pair_series] * (n + 1) + pair_step)[seen], value[at][seen])
+    counter = counter.reshape(len(uuids), n + 1)
+    now, before = counter[:, 1:], counter[:, :-1]
+    with np.errstate(invalid="ignore"):
+        delta = np.where(now >= before, now - before, np.where(now < before, now, np.nan))
+    # the series present at a step (a sample in [t - scrape, t)) get that step's delta
+    present = (age <= step_ms) & (pair_step >= 1)
+    ps, pk = pair_series[present], pair_step[present]
+    d = delta[gpu[ps], pk - 1]
+    ok = ~np.isnan(d)
+    grain_step = (start - points.start) // grain + (pk[ok] * scrape - 1) // grain
+    keys, where = np.unique(sid[ps[ok]] * points.steps + grain_step, return_inverse=True)
+    return keys, np.bincount(where, d[ok], len(keys))
 
 
 def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 Every grain query is evaluated by `query_range` at the END of each grain interval (step =
 grain) and aggregates the interval's samples server-side, so only grain-level points cross
-the wire. The building blocks:
+the wire; the one exception is the energy counter of GPUs with one series at a time, read
+raw (`energy_samples`) and differenced by the ingest, which costs the server far less than
+the per-step deltas. The building blocks:
 
 * `fresh(M)`: the sample of M in the `scrape_interval` before a subquery step, shifted by
   1 ms. With subquery steps on multiples of the scrape interval, every raw sample is seen by
@@ -176,9 +178,18 @@ class GrainQueries:
             "util": f"sum_over_time({self._sub(u)})",
             "mem_peak": f"max_over_time({self._sub(self._fresh(FB_USED))})",
             "power": f"sum_over_time({self._sub(self._fresh(POWER))})",
-            # the GPU's counter deltas on the series present at that sample
-            "energy": f"sum_over_time({self._sub(f'({u} * 0) + on(UUID) group_left() {self._energy_delta()}')})",
+            # energy: no query here; the counter's raw samples (`energy_samples`) are differenced
+            # by the ingest, which costs the server a fifth of the per-step deltas in PromQL
         }
+
+    def energy_samples(self, seconds: int) -> str:
+        """The energy counter's raw samples of the `seconds` + LOOKBACK before a time (less 1 ms,
+        as `fresh`): what the plain path's energy is computed from, client-side, exactly as
+        `_energy_delta` defines it (each step's last value within LOOKBACK, per GPU the max
+        over its series; a drop is a reset) and given to the series present at that step
+        (see ingest.py `_energy_points`). Reading the samples costs the server about a fifth
+        of evaluating those deltas at every subquery step (BENCHMARKS.md)."""
+        return f"{self._sel(ENERGY)}[{self._range(seconds + LOOKBACK)}] offset 1ms"
 
     def special_gpus(self, seconds: int) -> str:
         """GPUs with more than one series at some sample of the last `seconds` (shared GPU,

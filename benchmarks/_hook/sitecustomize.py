@@ -94,6 +94,8 @@ if _path:
     _timed(_ing._Fetcher, "run", "fetch_total_s")
     _timed(_ing._Fetcher, "_grain_points", "grain_queries_s")
     _timed(_ing._Points, "arrays", "json_to_arrays_s", hwm=False)
+    if hasattr(_ing, "_energy_points"):  # the raw energy samples differenced client-side
+        _timed(_ing, "_energy_points", "energy_samples_to_arrays_s", hwm=False)
     _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
     _timed(_ing._Fetcher, "_usage", "assemble_group_s")
     _timed(_ing._Fetcher, "_training", "training_s")
