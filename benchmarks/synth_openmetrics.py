@@ -177,14 +177,7 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
                     a, b = max(job.first, k0), min(job.last, k1)
                     if a >= b:
                         continue
-                    if name == "kube_pod_labels":
-                        extra = (f'label_project="{job.project}",label_user="{job.user}",'
-                                 f'label_model_type="{job.model_type}",label_app="yolo-train"')
-                    else:
-                        extra = (f'container="trainer",image="registry.example/yolo:{job.tag}",'
-                                 f'image_id="registry.example/yolo@{job.digest}"')
-                    prefix = (f'{name}{{namespace="{job.namespace}",pod="{job.pod}",{extra},'
-                              f'job="kube-state-metrics",instance="10.1.9.9:8080"}} ')
+                    prefix = kube_prefix(name, job)
                     fh.write("".join(f"{prefix}1 {t:.3f}\n" for t in ksm[a:b].tolist()))
                     count += int(b - a)
             fh.write("# EOF\n")
@@ -324,14 +317,7 @@ def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int
                     a, b = max(job.first, k0), min(job.last, k1)
                     if a >= b:
                         continue
-                    if name == "kube_pod_labels":
-                        extra = (f'label_project="{job.project}",label_user="{job.user}",'
-                                 f'label_model_type="{job.model_type}",label_app="yolo-train"')
-                    else:
-                        extra = (f'container="trainer",image="registry.example/yolo:{job.tag}",'
-                                 f'image_id="registry.example/yolo@{job.digest}"')
-                    prefix = (f'{name}{{namespace="{job.namespace}",pod="{job.pod}",{extra},'
-                              f'job="kube-state-metrics",instance="10.1.9.9:8080"}} ')
+                    prefix = kube_prefix(name, job)
                     fh.write(prefix + prefix.join(ksm_text[a - k0:b - k0].tolist()))
                     count += b - a
             fh.write("# EOF\n")
@@ -339,6 +325,18 @@ def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int
         meta["samples"] += count
         meta["dcgm_samples"] += 4 * len(gpu_rows) * m
         yield d, path, meta
+
+
+def kube_prefix(name: str, job) -> str:
+    """A job's kube-state-metrics series (pod labels or container info) up to its value."""
+    if name == "kube_pod_labels":
+        extra = (f'label_project="{job.project}",label_user="{job.user}",'
+                 f'label_model_type="{job.model_type}",label_app="yolo-train"')
+    else:
+        extra = (f'container="trainer",image="registry.example/yolo:{job.tag}",'
+                 f'image_id="registry.example/yolo@{job.digest}"')
+    return (f'{name}{{namespace="{job.namespace}",pod="{job.pod}",{extra},'
+            f'job="kube-state-metrics",instance="10.1.9.9:8080"}} ')
 
 
 if __name__ == "__main__":  # quick look: python benchmarks/synth_openmetrics.py OUT [GPUS DAYS]
