@@ -168,3 +168,7 @@ def _replace_months(con: duckdb.DuckDBPyConnection, model: Model, months: Sequen
         con.execute(f"DELETE FROM main.{name} WHERE month IN ({listed})")
         con.execute(f"INSERT INTO main.{name} BY NAME\n{model.sql}")
     con.execute(f"CREATE VIEW {SCOPE}.{name} AS SELECT * FROM main.{name} WHERE month IN ({listed})")
+
+
+def mart_names() -> list[str]:
+    return [m.name for m in discover() if m.layer == "marts"]
