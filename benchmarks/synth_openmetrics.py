@@ -89,33 +89,8 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
     hosts = fleet(gpus)
 
     # ---- GPUs and their per-slot owner (job index, -1 idle)
-    gpu_rows = []  # (host, kind, index, uuid, host_no)
-    owner: list[np.ndarray] = []
-    jobs: list[Job] = []
-    for h, (host, kind, count) in enumerate(hosts):
-        lanes = MODELS[kind][2]
-        g = 0
-        for lane in lanes:
-            lane_gpus = list(range(len(gpu_rows) + g, len(gpu_rows) + g + lane))
-            g += lane
-            k = int(rng.integers(0, 240))  # first job starts within two hours
-            while k < n:
-                length = int(rng.integers(120, 1200))  # 1..10 h
-                project = PROJECTS[int(rng.integers(len(PROJECTS)))]
-                model_type = MODEL_TYPES[int(rng.integers(len(MODEL_TYPES)))]
-                no = len(jobs)
-                jobs.append(Job(
-                    pod=f"train-{model_type}-{no:05d}-{_hex(seed, 'pod', no, n=5)}",
-                    namespace=f"team-{project}", project=project,
-                    user=USERS[int(rng.integers(len(USERS)))], model_type=model_type,
-                    tag=f"train-{model_type}-medium-cu121" if rng.random() > 0.1 else "latest",
-                    digest="sha256:" + _hex(seed, "image", no), first=k, last=min(k + length, n),
-                    gpus=lane_gpus,
-                ))
-                k += length + int(rng.integers(0, 360))  # idle up to 3 h
-        for index in range(count):
-            gpu_rows.append((host, kind, index, _uuid(seed, host, index), h))
-            owner.append(np.full(n, -1, np.int64))
+    gpu_rows, jobs = _plan(rng, seed, hosts, n)
+    owner = [np.full(n, -1, np.int64) for _ in gpu_rows]
     for j, job in enumerate(jobs):
         for g in job.gpus:
             owner[g][job.first:job.last] = j

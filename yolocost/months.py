@@ -204,8 +204,8 @@ def prune(con: duckdb.DuckDBPyConnection, config: Config, now: dt.datetime, *, d
     is an error (strict) or kept and named in `skipped`."""
     cutoff = now - dt.timedelta(days=config.retention_days)
     old = [m for m in raw_months_before(con, config, cutoff) if window(config, m)[1] <= cutoff]
-    built = dict(con.execute("SELECT month, fingerprint || '|' || usage_rows FROM month_builds "
-                             "WHERE archived_at IS NULL").fetchall())
+    built = {m: (f, n) for m, f, n in con.execute(
+        "SELECT month, fingerprint, usage_rows FROM month_builds WHERE archived_at IS NULL").fetchall()}
     current = _fingerprints(config, old)
     done, skipped = [], []
     for month in old:
@@ -215,13 +215,13 @@ def prune(con: duckdb.DuckDBPyConnection, config: Config, now: dt.datetime, *, d
         if month not in built:
             problem = "its models were never built by this version: run `yolocost build --month " + month + "`"
         else:
-            fingerprint, usage_rows = built[month].rsplit("|", 1)
+            fingerprint, usage_rows = built[month]
             if fingerprint != current.get(month):
                 problem = (f"it was built with other settings, prices or models than the config's: run `yolocost "
                            f"build --month {month}` first, or prune with the config it was built with")
-            elif rows["gpu_usage"] != int(usage_rows) or rows["int_usage_priced"] != int(usage_rows):
+            elif rows["gpu_usage"] != usage_rows or rows["int_usage_priced"] != usage_rows:
                 problem = (f"it holds {rows['gpu_usage']:,} usage rows and its models were built from "
-                           f"{int(usage_rows):,}: run `yolocost build --month {month}` first")
+                           f"{usage_rows:,}: run `yolocost build --month {month}` first")
         if problem:
             if strict:
                 raise YolocostError(f"cannot prune {month}: {problem}; nothing was removed")
