@@ -81,15 +81,9 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
     """Write day files `metrics-YYYYMMDD.om` under out_dir and `meta.json`; returns the meta.
 
     Data covers [start - lead, start + days + tail); `start` must be a UTC midnight."""
-    assert start % 86400 == 0
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    n = days * 86400 // SCRAPE + lead_slots + tail_slots
-    t0 = start - lead_slots * SCRAPE
-    hosts = fleet(gpus)
+    rng, n, t0, hosts, gpu_rows, jobs = _window(out_dir, gpus, days, start, seed, lead_slots, tail_slots)
 
     # ---- GPUs and their per-slot owner (job index, -1 idle)
-    gpu_rows, jobs = _plan(rng, seed, hosts, n)
     owner = [np.full(n, -1, np.int64) for _ in gpu_rows]
     for j, job in enumerate(jobs):
         for g in job.gpus:
@@ -114,13 +108,7 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
     slot_t = t0 + SCRAPE * np.arange(n)
 
     def labels(g: int, o: int) -> str:
-        host, kind, index, uuid, h = gpu_rows[g]
-        base = (f'gpu="{index}",UUID="{uuid}",device="nvidia{index}",modelName="{MODELS[kind][0]}",'
-                f'Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER}",instance="10.1.0.{h + 1}:9400",'
-                f'job="dcgm-exporter"')
-        if o < 0:
-            return base
-        return base + f',namespace="{jobs[o].namespace}",pod="{jobs[o].pod}",container="trainer"'
+        return dcgm_labels(gpu_rows[g], jobs[o] if o >= 0 else None)
 
     files = []
     day_edges = [t0] + [start + d * 86400 for d in range(1, days)] + [t0 + n * SCRAPE + 1]
@@ -146,15 +134,7 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
                         count += int(len(ks))
             ksm = slot_t + 7.5
             k0, k1 = np.searchsorted(ksm, lo), np.searchsorted(ksm, hi)
-            for name in ("kube_pod_labels", "kube_pod_container_info"):
-                fh.write(f"# TYPE {name} gauge\n")
-                for job in jobs:
-                    a, b = max(job.first, k0), min(job.last, k1)
-                    if a >= b:
-                        continue
-                    prefix = kube_prefix(name, job)
-                    fh.write("".join(f"{prefix}1 {t:.3f}\n" for t in ksm[a:b].tolist()))
-                    count += int(b - a)
+            count += write_kube(fh, jobs, k0, k1, ksm[k0:k1])
             fh.write("# EOF\n")
         files.append(path.name)
         lines_total += count
@@ -168,6 +148,18 @@ def generate(out_dir: Path, *, gpus: int = 64, days: int = 7, start: int, seed: 
     }
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def _window(out_dir: Path, gpus: int, days: int, start: int, seed: int, lead_slots: int, tail_slots: int):
+    """What both generators start from: the seeded generator, the number of slots, the first
+    slot's time, the fleet and its plan (GPU rows and jobs); `start` must be a UTC midnight."""
+    assert start % 86400 == 0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    n = days * 86400 // SCRAPE + lead_slots + tail_slots
+    hosts = fleet(gpus)
+    gpu_rows, jobs = _plan(rng, seed, hosts, n)
+    return rng, n, start - lead_slots * SCRAPE, hosts, gpu_rows, jobs
 
 
 def _plan(rng: np.random.Generator, seed: int, hosts: list[tuple[str, str, int]], n: int
@@ -211,13 +203,7 @@ def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int
     values are drawn per day (the energy counter carries over), so memory does not grow with
     the number of days. Day 0 also holds `lead_slots` before `start`, the last day `tail_slots`
     after the window. Days before `first_day` are drawn but not written (resuming)."""
-    assert start % 86400 == 0
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    n = days * 86400 // SCRAPE + lead_slots + tail_slots
-    t0 = start - lead_slots * SCRAPE
-    hosts = fleet(gpus)
-    gpu_rows, jobs = _plan(rng, seed, hosts, n)
+    rng, n, t0, hosts, gpu_rows, jobs = _window(out_dir, gpus, days, start, seed, lead_slots, tail_slots)
     mean = rng.uniform(15, 98, len(jobs))
     gpu_jobs = [[] for _ in gpu_rows]
     for j, job in enumerate(jobs):
@@ -228,13 +214,7 @@ def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int
     host_of = np.array([row[4] for row in gpu_rows])
 
     def labels(g: int, o: int) -> str:
-        host, kind, index, uuid, h = gpu_rows[g]
-        base = (f'gpu="{index}",UUID="{uuid}",device="nvidia{index}",modelName="{MODELS[kind][0]}",'
-                f'Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER}",instance="10.1.{h // 250}.{h % 250 + 1}:9400",'
-                f'job="dcgm-exporter"')
-        if o < 0:
-            return base
-        return base + f',namespace="{jobs[o].namespace}",pod="{jobs[o].pod}",container="trainer"'
+        return dcgm_labels(gpu_rows[g], jobs[o] if o >= 0 else None)
 
     # slots of each day: day 0 from slot 0 (the lead), the last day to slot n (the tail)
     edges = [0] + [lead_slots + d * 86400 // SCRAPE for d in range(1, days)] + [n]
@@ -285,21 +265,40 @@ def generate_days(out_dir: Path, *, gpus: int = 1000, days: int = 31, start: int
                         fh.write(prefix + prefix.join(tail[a:b].tolist()))
                     count += m
             ksm = ts_base + 7.5
-            ksm_text = np.char.mod("1 %.3f\n", ksm)
-            for name in ("kube_pod_labels", "kube_pod_container_info"):
-                fh.write(f"# TYPE {name} gauge\n")
-                for job in jobs:
-                    a, b = max(job.first, k0), min(job.last, k1)
-                    if a >= b:
-                        continue
-                    prefix = kube_prefix(name, job)
-                    fh.write(prefix + prefix.join(ksm_text[a - k0:b - k0].tolist()))
-                    count += b - a
+            count += write_kube(fh, jobs, k0, k1, ksm)
             fh.write("# EOF\n")
         meta["files"].append(path.name)
         meta["samples"] += count
         meta["dcgm_samples"] += 4 * len(gpu_rows) * m
         yield d, path, meta
+
+
+def dcgm_labels(row: tuple[str, str, int, str, int], job) -> str:
+    """A GPU's dcgm-exporter labels (row: host, kind, index, uuid, host no), with the pod's while
+    `job` holds it. Exporter addresses run 10.1.0.1 .. 10.1.0.250, then 10.1.1.1, ..."""
+    host, kind, index, uuid, h = row
+    base = (f'gpu="{index}",UUID="{uuid}",device="nvidia{index}",modelName="{MODELS[kind][0]}",'
+            f'Hostname="{host}",DCGM_FI_DRIVER_VERSION="{DRIVER}",instance="10.1.{h // 250}.{h % 250 + 1}:9400",'
+            f'job="dcgm-exporter"')
+    if job is None:
+        return base
+    return base + f',namespace="{job.namespace}",pod="{job.pod}",container="trainer"'
+
+
+def write_kube(fh, jobs: list, k0: int, k1: int, times: np.ndarray) -> int:
+    """Write every job's kube-state-metrics samples (pod labels, container info) in slots
+    [k0, k1), `times` holding those slots' sample times; returns the samples written."""
+    text = np.char.mod("1 %.3f\n", times)
+    count = 0
+    for name in ("kube_pod_labels", "kube_pod_container_info"):
+        fh.write(f"# TYPE {name} gauge\n")
+        for job in jobs:
+            a, b = max(job.first, k0), min(job.last, k1)
+            if a < b:
+                prefix = kube_prefix(name, job)
+                fh.write(prefix + prefix.join(text[a - k0:b - k0].tolist()))
+                count += int(b - a)
+    return count
 
 
 def kube_prefix(name: str, job) -> str:
