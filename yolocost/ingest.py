@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import numpy as np
 
-from . import coverage, db, promql
+from . import coverage, db, months, promql
 from .attribution import Attribution, gpu_of
 from .config import Config
 from .errors import DataError, YolocostError
@@ -56,13 +56,9 @@ def month_window(config: Config, month: str) -> tuple[dt.datetime, dt.datetime]:
     """[first, next first) of a calendar month in the configured time zone, as UTC instants."""
     if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month or ""):
         raise YolocostError(f"--month must read YYYY-MM, got {month!r}")
-    tz = ZoneInfo(config.timezone)
-    y, m = int(month[:4]), int(month[5:])
-    if not 1970 <= y <= 9998:
+    if not 1970 <= int(month[:4]) <= 9998:
         raise YolocostError(f"--month must be a month from 1970-01 to 9998-12, got {month!r}")
-    start = dt.datetime(y, m, 1, tzinfo=tz)
-    end = dt.datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=tz)
-    return start.astimezone(UTC), end.astimezone(UTC)
+    return months.window(config, month)
 
 
 def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
