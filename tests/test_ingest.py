@@ -186,6 +186,18 @@ def test_energy_within_one_percent_of_power_cross_check(dbs):
         assert abs(counter - power) <= 0.01 * power, model
 
 
+def test_rows_stored_in_order_and_scratch_removed(dbs):
+    """The 3-day window is fetched in 24-hour chunks, each set aside in its own file as it
+    completes (in whatever order the answers come): the rows are stored in the raw table's
+    order all the same (interval, GPU, owner with nobody first), and the scratch files go."""
+    ingested, _, sample, _ = dbs
+    stored = _rows(ingested, "SELECT interval_start, gpu_uuid, job_id FROM gpu_usage")
+    days = {r[0].date() for r in stored}
+    assert len(days) >= 3
+    assert stored == sorted(stored, key=lambda r: (r[0], r[1], r[2] is not None, r[2] or ""))
+    assert not list(ingested.parent.glob(f".{ingested.name}.ingest-*"))
+
+
 def test_rerun_is_idempotent(dbs, tmp_path):
     """Ingesting the same window again into the same database leaves every mart identical."""
     ingested, _, sample, config = dbs

@@ -1,8 +1,11 @@
 """`yolocost ingest`: one time window from Prometheus into the raw tables, atomically.
 
 Everything is fetched first (grain-level points, and the energy counter's raw samples for
-GPUs with one series at a time, see promql.py), assembled into raw rows in memory, and
-then written in one transaction that replaces the window and rebuilds the models. A kill
+GPUs with one series at a time, see promql.py). Each chunk of the window is assembled into
+raw rows as soon as all its answers are in and set aside in a Parquet file of a scratch
+folder beside the database (`_Spill`), so the fetch holds a few chunks in memory whatever
+the window's length. The rows are then written in one transaction that replaces the window
+and rebuilds the models. A kill
 at any point leaves the database as it was; a lock file keeps a second ingest of the same
 database out while one runs.
 """
@@ -13,9 +16,12 @@ import contextlib
 import datetime as dt
 import math
 import re
+import shutil
+import tempfile
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable
 from zoneinfo import ZoneInfo
 
@@ -92,17 +98,16 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     if s >= current:
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
-    with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext():
+    with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext(), _Spill(config) as spill:
         client = PrometheusClient(config.prometheus)
         try:
             fetcher = _Fetcher(config, client, progress)
-            fetched = fetcher.run(s, e_fetch)
+            fetched = fetcher.run(s, e_fetch, spill)
         finally:
             client.close()
         progress("writing to the database")
         with db.writing(config.database, config.memory_limit) as con:
-            rows = _stage_usage(con, config, fetched.usage)
-            fetched.usage = None  # the rows live in DuckDB now: free the arrays before the build
+            rows = spill.stage(con)
             _check_nothing_lost(con, start, end, fetcher.where, progress, config=config, now=now,
                                 allow_loss=allow_loss)
             jobs = _stage_jobs(con, config, fetched.attribution)
@@ -132,7 +137,6 @@ Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings a
 
 @dataclass
 class _Fetched:
-    usage: Columns | None
     attribution: Attribution
     progress: Columns
     results: Columns
@@ -155,7 +159,8 @@ class _Fetcher:
             found = pool.map(lambda m: self.client.series(self.queries.selector_for(m), start, end), metrics)
             return dict(zip(metrics, found))
 
-    def run(self, start: int, end: int) -> _Fetched:
+    def run(self, start: int, end: int, spill: "_Spill") -> _Fetched:
+        """Every query of the window; the usage rows go to `spill` a chunk at a time."""
         cfg = self.config
         info = self.client.buildinfo()
         self.requests += 1
@@ -205,15 +210,15 @@ class _Fetcher:
         self.requests += probe.requests
         self.say(f"{self.where}: {facts.describe()}")
         self.queries = replace(self.queries, left_open=facts.left_open)
-        points = self._grain_points(start, end, always)
-        usage = self._usage(points, attribution)
-        del points
+        spill.probed = {gpu.gpu_uuid for gpu in map(gpu_of, facts.series) if gpu is not None}
+        self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
+                                                                                            attribution)))
         probe.requests = 0
-        probe.spot_check(facts, usage["gpu_uuid"], usage["interval_start"], usage["samples"])
+        probe.spot_check(facts, *spill.probed_rows())
         self.requests += probe.requests
-        _check_scrape_interval(usage, cfg, self.where)
+        _check_scrape_interval(spill.gpu_intervals, spill.most_seconds, cfg, self.where)
         progress_rows, results = self._training(start, end)
-        return _Fetched(usage, attribution, progress_rows, results)
+        return _Fetched(attribution, progress_rows, results)
 
     def _matching(self) -> str:
         sel = self.config.prometheus.selector
@@ -226,7 +231,8 @@ class _Fetcher:
         size = max(grain, size // grain * grain)
         return [(a, min(a + size, end)) for a in range(start, end, size)]
 
-    def _grain_points(self, start: int, end: int, always_special: set[str]) -> "_Points":
+    def _grain_points(self, start: int, end: int, always_special: set[str],
+                      keep: Callable[["_Points", tuple], None]) -> None:
         """Every grain query for every chunk. GPUs that need the attribution join (job-info,
         MIG, more than one series at a sample) get `grain_queries`; all others the cheap
         per-series `plain_queries`. Both answer in the same shape, one point per series.
@@ -237,7 +243,9 @@ class _Fetcher:
         chunk's answers are kept only once all of them have arrived; a chunk refused as too
         big is dropped whole and planned again as two halves. At most `concurrency` + 2
         requests are out or answered and not yet converted, so decoded answers cannot pile
-        up while this thread converts one (memory stays that of a few answers)."""
+        up while this thread converts one (memory stays that of a few answers). A chunk's
+        points, once all in, go to `keep` (with the `_Points` that names their series) and
+        are not held here after."""
         grain = self.config.grain_seconds
         total, done = end - start, 0
         out = _Points(list(self.queries.grain_queries()), start, end, grain)
@@ -314,8 +322,10 @@ class _Fetcher:
                         chunk.parts.append((name, self._arrays(out, answer)))
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
-                        out.keep_chunk(chunk.parts)
+                        columns = out.keep_chunk(chunk.parts)
                         chunk.parts = []
+                        keep(out, columns)
+                        del columns
                         done += chunk.end - chunk.start
                         self.say(f"fetched {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
                                  f"({100 * done / total:.0f}%)")
@@ -323,7 +333,6 @@ class _Fetcher:
                 fill()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        return out
 
     def _energy_pieces(self, start: int, end: int) -> list[tuple[int, int]]:
         """(start, end] pieces of a chunk for the raw energy samples, whole grains each, about
@@ -352,12 +361,15 @@ class _Fetcher:
             raise self.client.malformed("/api/v1/query_range", 'a point is not a [time, "value"] pair of numbers '
                                         "on the query's steps") from None
 
-    def _usage(self, points: "_Points", attribution: Attribution) -> Columns:
-        """Raw usage rows (as sums) per GPU x owner x interval from the per-series query answers."""
-        gpus = [gpu_of(labels) for labels in points.labels]
-        owners = [attribution.owner(labels) if gpu is not None else None
-                  for labels, gpu in zip(points.labels, gpus)]
-        return _grouped(points, gpus, owners, self.config)
+    def _usage(self, points: "_Points", columns: tuple, attribution: Attribution) -> Columns:
+        """Raw usage rows (as sums) per GPU x owner x interval from one chunk's points. Each
+        series' GPU and owner are worked out once, when it is first seen."""
+        gpus, owners = self.__dict__.setdefault("_gpus", []), self.__dict__.setdefault("_owners", [])
+        for labels in points.labels[len(gpus):]:
+            gpu = gpu_of(labels)
+            gpus.append(gpu)
+            owners.append(attribution.owner(labels) if gpu is not None else None)
+        return _grouped(columns, points.start, gpus, owners, self.config)
 
     # ---- training progress and results
     def _last_values(self, metric: str, by: tuple[str, ...], start: int, end: int) -> list[dict]:
@@ -462,9 +474,6 @@ class _Points:
         self.steps = max(1, (end - start) // grain)
         self.ids: dict[tuple, int] = {}
         self.labels: list[dict[str, str]] = []
-        self.keys: list[np.ndarray] = []
-        self.samples: list[np.ndarray] = []
-        self.values: dict[str, list[np.ndarray]] = {n: [] for n in self.names}
 
     def _sid(self, metric: dict[str, str]) -> int:
         # some stores keep the metric name through max_over_time/last_over_time (VictoriaMetrics),
@@ -489,8 +498,10 @@ class _Points:
             raise ValueError("a point's time is not one of the query's steps")
         return sid * self.steps + step, value
 
-    def keep_chunk(self, parts: list[tuple[str, tuple[np.ndarray, np.ndarray]]]) -> None:
-        """All answers of one chunk (a query may come in two parts: plain and joined GPUs)."""
+    def keep_chunk(self, parts: list[tuple[str, tuple[np.ndarray, np.ndarray]]]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """All answers of one chunk (a query may come in two parts: plain and joined GPUs) as
+        (series id, grain step, samples, {query: values}) of every point held."""
         def joined(name: str) -> tuple[np.ndarray, np.ndarray]:
             mine = [p for n, p in parts if n == name]
             if not mine:
@@ -500,21 +511,8 @@ class _Points:
         key, samples = joined("samples")
         held = samples > 0
         key, samples = key[held], samples[held]
-        self.keys.append(key)
-        self.samples.append(samples)
-        for name in self.names:
-            self.values[name].append(_aligned(key, *joined(name)))
-
-    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(series id, grain step, samples, {query: values}) of every point held."""
-        def concat(parts: list[np.ndarray], dtype) -> np.ndarray:
-            out = np.concatenate(parts) if parts else np.zeros(0, dtype)
-            parts.clear()
-            return out
-
-        key = concat(self.keys, np.int64)
-        values = {n: concat(v, np.float64) for n, v in self.values.items()}
-        return key // self.steps, key % self.steps, concat(self.samples, np.float64), values
+        values = {name: _aligned(key, *joined(name)) for name in self.names}
+        return key // self.steps, key % self.steps, samples, values
 
 
 def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, scrape: int
@@ -649,7 +647,7 @@ def _coded(values: list) -> _Coded:
     return _Coded(codes, list(index))
 
 
-def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Config) -> Columns:
+def _grouped(columns: tuple, start: int, gpus: list, owners: list[str | None], config: Config) -> Columns:
     """Raw usage rows as sums per GPU x owner x interval, grouped in numpy on integer codes
     (series -> GPU, owner), so memory stays near that of the point arrays; strings are
     attached to the grouped rows only. The rows come in the raw table's order (interval,
@@ -663,7 +661,7 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
     series_gpu = np.array([gpu_code[g.gpu_uuid] if g is not None else -1 for g in gpus], np.int64)
     series_owner = np.array([owner_code.get(o, 0) for o in owners], np.int64)
 
-    sid, step, samples, value = points.columns()
+    sid, step, samples, value = columns
     gpu = series_gpu[sid]
     on_gpu = gpu >= 0
     if not on_gpu.all():
@@ -683,7 +681,7 @@ def _grouped(points: "_Points", gpus: list, owners: list[str | None], config: Co
     seconds_us = _owner_seconds_us(gpu_interval, held, scrape)
     row_series = sid[first]  # each row's strings are those of the first series it was summed from
     rows = {
-        "interval_start": points.start + step[first] * grain,
+        "interval_start": start + step[first] * grain,
         **{name: _coded([getattr(g, name) if g else None for g in gpus])[row_series]
            for name in ("gpu_uuid", "hostname", "gpu_index", "gpu_model", "mig_profile")},
         "job_id": _coded(owners)[row_series],
@@ -744,6 +742,76 @@ def _stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) 
     return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
 
 
+class _Spill:
+    """The window's usage rows, a chunk at a time, as Parquet files in a scratch folder beside
+    the database (removed at the end; one left by a killed ingest goes at the next): the fetch
+    holds a few chunks' rows in memory whatever the window's length. Counts, as the rows go
+    by, what the checks after the fetch need: GPU-intervals, the most seconds of one, and the
+    rows of the GPUs the store probe counted raw samples on (`probed`)."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.files: list[tuple[int, Path]] = []  # (first interval, file)
+        self.gpu_intervals, self.most_seconds = 0, 0.0
+        self.probed: set[str] = set()
+        self._probed_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def __enter__(self) -> "_Spill":
+        database = Path(self.config.database)
+        prefix = f".{database.name}.ingest-"
+        try:
+            database.parent.mkdir(parents=True, exist_ok=True)
+            for stale in database.parent.glob(prefix + "*"):  # the database's lock is held: no ingest runs
+                shutil.rmtree(stale, ignore_errors=True)
+            self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=database.parent))
+        except OSError as exc:
+            raise YolocostError(f"{database.parent}: cannot make a scratch folder for the ingest there: "
+                                f"{exc.strerror}") from None
+        self.con = duckdb.connect(config={**db.NO_EXTENSION_DOWNLOADS, "memory_limit": "256MB", "threads": 1})
+        self.con.execute("SET TimeZone = 'UTC'")
+        db.create_schema(self.con)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.con.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def add(self, rows: Columns) -> None:
+        """One chunk's grouped rows (`_grouped`), written to their own file."""
+        if not len(rows["samples"]):
+            return
+        _, gpu_interval = np.unique(rows["gpu_interval"], return_inverse=True)
+        seconds = np.bincount(gpu_interval, rows["seconds_us"]) / 1e6
+        self.gpu_intervals += len(seconds)
+        self.most_seconds = max(self.most_seconds, float(seconds.max()))
+        if self.probed:
+            uuid = rows["gpu_uuid"]
+            mine = np.array([False, *(v in self.probed for v in uuid.values)])[uuid.codes]
+            if mine.any():
+                self._probed_rows.append((np.array(list(uuid[mine]), object), rows["interval_start"][mine],
+                                          rows["samples"][mine]))
+        _stage_usage(self.con, self.config, rows)
+        path = self.folder / f"{len(self.files)}.parquet"
+        self.con.execute(f"COPY incoming_gpu_usage TO {literal(str(path))} (FORMAT parquet)")
+        self.con.execute("DROP TABLE incoming_gpu_usage")
+        self.files.append((int(rows["interval_start"].min()), path))
+
+    def probed_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gpu_uuid, interval_start, samples) of the rows of the probed GPUs."""
+        parts = self._probed_rows or [(np.zeros(0, object), np.zeros(0, np.int64), np.zeros(0))]
+        return tuple(np.concatenate(column) for column in zip(*parts))
+
+    def stage(self, con: duckdb.DuckDBPyConnection) -> int:
+        """`incoming_gpu_usage` of `con` from the files, in the raw table's order (chunks in
+        time order, each file in order; DuckDB keeps a scan's order). Returns its row count."""
+        files = [literal(str(path)) for _, path in sorted(self.files)]
+        source = f"read_parquet([{', '.join(files)}])" if files else "(SELECT * FROM gpu_usage LIMIT 0)"
+        types = con.execute("SELECT column_name, column_type FROM (DESCRIBE gpu_usage)").fetchall()
+        select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_gpu_usage AS SELECT {select} FROM {source}")
+        return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+
+
 @contextlib.contextmanager
 def _registered(con: duckdb.DuckDBPyConnection, name: str, data: Columns):
     """`data` readable as the view `name` for the block. A failed statement aborts the
@@ -778,17 +846,16 @@ def _check_nothing_lost(con: duckdb.DuckDBPyConnection, start: dt.datetime, end:
                  f"{earliest:%Y-%m-%d %H:%M} UTC: the window's figures start there")
 
 
-def _check_scrape_interval(rows: Columns, config: Config, where: str) -> None:
+def _check_scrape_interval(gpu_intervals: int, most: float, config: Config, where: str) -> None:
     """A slower scrape than configured leaves every interval short of samples and would
     undercount present seconds: refuse it. (A faster one is harmless: one sample per
     scrape-interval step counts.) Judged from the fetched rows: in a window with a dozen
     GPU-intervals or more, some GPU is present for a whole interval. A backstop for windows
-    where the store probe found no samples to measure the interval on (storeprobe.py)."""
+    where the store probe found no samples to measure the interval on (storeprobe.py).
+    `gpu_intervals`: how many GPU-intervals the window has rows for; `most`: the most seconds
+    of one (`_Spill` counts both)."""
     scrape, grain = config.prometheus.scrape_interval_seconds, config.grain_seconds
-    _, gpu_interval = np.unique(rows["gpu_interval"], return_inverse=True)
-    per_gpu_interval = np.bincount(gpu_interval, rows["seconds_us"]) / 1e6
-    n, most = len(per_gpu_interval), per_gpu_interval.max(initial=0.0)
-    if n >= 12 and most < grain - scrape:
+    if gpu_intervals >= 12 and most < grain - scrape:
         raise DataError(
             f"no GPU at {where} has more than {float(most):g} s of samples in any {grain} s interval: "
             f"dcgm-exporter is scraped less often than [prometheus] scrape_interval_seconds = {scrape}; "

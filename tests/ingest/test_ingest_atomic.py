@@ -190,3 +190,5 @@ def test_sigkill_mid_ingest_keeps_the_previous_state(point, previous, yc, prom, 
         assert f"ingest, pid {proc.pid}" in text
     h.assert_ok(yc.ingest(config, db))
     assert _distinct_loads(h.state(db)) == _distinct_loads(after)
+    # a scratch folder the killed run left (its chunks' rows) went with the next ingest
+    assert not list(db.parent.glob(f".{db.name}.ingest-*"))
