@@ -289,6 +289,8 @@ gpu_model = "NVIDIA A10G"
 effective_from = 2026-01-01
 price_per_gpu_hour = "0.98"
 """)
+    if getattr(args, "memory_limit", None):  # DuckDB's memory for the write and the build
+        cfg.write_text(cfg.read_text() + f'\n[database]\nmemory_limit = "{args.memory_limit}"\n')
     return cfg
 
 

@@ -182,7 +182,9 @@ def measure(args, workdir: Path, tsdb: Path, prep: dict) -> None:
     result: dict = {"command": " ".join([os.path.relpath(PY, ROOT), *map(str, sys.argv)]), "code": code_version(),
                     "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                 "loadavg_at_start": os.getloadavg()},
-                    "data": prep, "windows": []}
+                    "data": prep, "settings": {"chunk_hours": args.chunk_hours, "concurrency": args.concurrency,
+                                               "memory_limit": args.memory_limit or "config default"},
+                    "windows": []}
     for stale in ("blocks_by_day", "samples", "dcgm_samples"):  # (the TSDB's own count is tsdb_samples)
         result["data"].pop(stale, None)
     try:
@@ -277,6 +279,7 @@ def main() -> None:
     ap.add_argument("--base", default="main", help="commit whose ingest path b runs")
     ap.add_argument("--chunk-hours", type=int, default=24, help="[prometheus] chunk_hours")
     ap.add_argument("--concurrency", type=int, default=4, help="[prometheus] concurrency")
+    ap.add_argument("--memory-limit", default=None, help="[database] memory_limit (default: the config's default)")
     ap.add_argument("--prepare-only", action="store_true", help="make the data and stop")
     ap.add_argument("--measure-only", action="store_true", help="measure on the days made so far")
     ap.add_argument("--regenerate", action="store_true", help="ignore cached data")
