@@ -399,7 +399,8 @@ def varies(est: Estimate) -> dict[str, list]:
     for name in ("model_type",) + OPTIONS + ("epochs",):
         values = {getattr(p.run, name) for p in est.runs}
         if len(values) > 1:
-            out["epochs_trained" if name == "epochs" else name] = sorted(values, key=lambda v: (v is None, str(v)))
+            out["epochs_trained" if name == "epochs" else name] = sorted(
+                values, key=lambda v: (v is None, v if isinstance(v, int) else 0, str(v)))
     return out
 
 
@@ -450,7 +451,7 @@ def summary_line(est: Estimate) -> str:
     cur = est.currency
     runs = f"{len(est.runs)} run{'s' if len(est.runs) != 1 else ''}"
     return (f"estimate {_money(est.cost.low, cur)}-{_money(est.cost.high, cur)} {cur} (central "
-            f"{_money(est.cost.central, cur)}), {_hours(est.gpu_hours.low):g}-{_hours(est.gpu_hours.high):g} "
+            f"{_money(est.cost.central, cur)}), {est.gpu_hours.low:.1f}-{est.gpu_hours.high:.1f} "
             f"GPU-hours, from {runs} of {LEVEL_TEXT[est.level].split(' (')[0]}")
 
 
