@@ -70,8 +70,8 @@ PERCENTILE_RUNS = 9  # from here on the 10th percentile lies between runs (0.1 x
 LEVELS = ("exact", "model_type", "family")
 LEVEL_TEXT = {
     "exact": "the same model type and every option given",
-    "model_type": "the same model type (any image tag, image size, batch, project)",
-    "family": "the same model family (any size, image tag, image size, batch, project)",
+    "model_type": "the same model type and hardware (any image tag, image size, batch, project)",
+    "family": "the same model family and hardware (any model size, image tag, image size, batch, project)",
 }
 # one-sided 90 % quantile of Student's t with 1..7 degrees of freedom (80 % two-sided)
 T90 = {1: Decimal("3.0777"), 2: Decimal("1.8856"), 3: Decimal("1.6377"), 4: Decimal("1.5332"),
