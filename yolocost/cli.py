@@ -372,7 +372,7 @@ class _OneLineCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            raise YolocostError(f"{ctx.command_path}: {exc.format_message()}") from None
+            raise YolocostError(f"{ctx.info_name}: {exc.format_message()}") from None
 
 
 @main.command(cls=_OneLineCommand)
