@@ -243,12 +243,12 @@ def estimate_from(history: Sequence[Run], config: Config, request: Request, now:
     if level is None:
         return Estimate(request, config.currency, today, None, tuple(levels), notes=(_no_history(request),))
     if len(pool) < MIN_RUNS:
-        notes.append(f"only {len(pool)} comparable run{'s' if len(pool) > 1 else ''} even at the widest level "
-                     f"({LEVEL_TEXT[level]}): the estimate is rough")
+        notes.append(f"only {len(pool)} comparable run{'s' if len(pool) > 1 else ''} even at the widest level, "
+                     f"{level}: the estimate is rough")
     elif level != "exact":
-        fewer = ", ".join(f"{n} {LEVEL_TEXT[lv].split(' (')[0]}" for lv, n in levels[:-1])
-        notes.append(f"fewer than {MIN_RUNS} comparable runs at the narrower level(s) ({fewer}): widened to "
-                     f"{LEVEL_TEXT[level]}")
+        fewer = ", ".join(f"{lv} {n}" for lv, n in levels[:-1])
+        notes.append(f"fewer than {MIN_RUNS} comparable runs at the narrower level{'s' if len(levels) > 2 else ''} "
+                     f"({fewer}): widened to {level}, {LEVEL_TEXT[level]}")
     eprice = energy_price(config, today)
     priced = [_price(r, request, config, today, eprice, imgsz=True) for r in pool]
     hours = spread([p.gpu_hours for p in priced])
