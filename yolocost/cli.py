@@ -794,7 +794,6 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
     as a scheduler sets them, or indices resolved through NVML). Epochs go to stderr, the
     result to stdout.
 
-    \b
     Where the configured database exists, one line on stderr first gives the estimate of
     the run's cost from comparable finished runs (`yolocost estimate`); --max-cost refuses
     to start when its upper end is above the amount.
