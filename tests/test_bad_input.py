@@ -850,6 +850,27 @@ ELSEWHERE = [
     Covered("ingest: second ingest while one runs", "a first ingest stuck on a silent server",
             "another yolocost run holds yc.duckdb.lock", 2,
             "tests/ingest/test_ingest_errors.py::test_second_ingest_refused_while_one_runs"),
+    # yolocost estimate and bench run --max-cost
+    Covered("estimate: unknown option", "yolocost estimate --model-type yolov8m --bogus 1",
+            "No such option '--bogus'", 2, "tests/test_estimate.py::test_bad_options_are_one_line"),
+    Covered("estimate: no model type", "yolocost estimate", "Missing option '--model-type'", 2,
+            "tests/test_estimate.py::test_bad_options_are_one_line"),
+    Covered("estimate: a count that is not a whole number above 0", "yolocost estimate --model-type yolov8m --gpus two",
+            "--gpus: 'two' is not a whole number above 0", 2, "tests/test_estimate.py::test_bad_options_are_one_line"),
+    Covered("estimate: an empty label", "yolocost estimate --model-type ' '", "--model-type: empty", 2,
+            "tests/test_estimate.py::test_bad_options_are_one_line"),
+    Covered("estimate: database file missing", "yolocost --db none.duckdb estimate --model-type yolov8m",
+            "database not found", 2, "tests/test_estimate.py::test_a_missing_database_is_one_line"),
+    Covered("estimate: no comparable finished run", "yolocost estimate --model-type yolo26n",
+            "(a message, no error: no finished run of yolo26n or of its family yolo26 in the database)", 0,
+            "tests/test_estimate.py::test_no_history_is_exit_0_with_a_message"),
+    Covered("bench run: upper estimate above --max-cost", "yolocost bench run ... --max-cost 10",
+            "above --max-cost", 2, "tests/test_estimate.py::test_bench_run_prints_the_estimate_and_max_cost_refuses"),
+    Covered("bench run: --max-cost without an estimate", "--max-cost 1000 with no database",
+            "--max-cost: no database at", 2,
+            "tests/test_estimate.py::test_bench_run_prints_the_estimate_and_max_cost_refuses"),
+    Covered("bench run: --max-cost not an amount", "--max-cost ten", "--max-cost: 'ten' is not an amount above 0", 2,
+            "tests/test_estimate.py::test_bench_run_prints_the_estimate_and_max_cost_refuses"),
 ]
 
 

@@ -10,6 +10,7 @@ from yolocost.errors import YolocostError
 from yolocost.resources import shipped_dir
 
 QUERY_FILES = sorted(p.stem for p in shipped_dir("queries").glob("*.sql"))
+ALL_MONTHS = {"estimate_inputs"}  # the finished runs `yolocost estimate` rests on, over every month
 
 
 def test_there_are_at_least_eight_documented_queries():
@@ -17,7 +18,7 @@ def test_there_are_at_least_eight_documented_queries():
     assert len(listed) >= 8
     for q in listed:
         assert q.title and q.description, q.name
-        assert any(p.name == "month" for p in q.params), q.name
+        assert q.name in ALL_MONTHS or any(p.name == "month" for p in q.params), q.name
 
 
 @pytest.mark.parametrize("name", QUERY_FILES)

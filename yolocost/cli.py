@@ -340,6 +340,78 @@ def prune(state: State, dry_run, as_of):
                    + ", ".join(f"{t} {n:,}" for t, n in m.rows.items() if t != "gpu_usage") + ")")
 
 
+# --------------------------------------------------------------------------- estimate
+
+
+def _whole(value: str | None, option: str) -> int | None:
+    """A whole number above 0 given as text: anything else is one line and exit status 2."""
+    if value is None:
+        return None
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise YolocostError(f"{option}: {value!r} is not a whole number above 0")
+    return number
+
+
+def _label(value: str | None, option: str) -> str | None:
+    if value is None:
+        return None
+    if not value.strip():
+        raise YolocostError(f"{option}: empty (leave the option out instead)")
+    return value
+
+
+class _OneLineCommand(click.Command):
+    """A command whose usage errors (an unknown option, a missing value) are the one line
+    and exit status 2 of any bad input, not click's usage text: a submission hook reads it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise YolocostError(f"{ctx.info_name}: {exc.format_message()}") from None
+
+
+@main.command(cls=_OneLineCommand)
+@click.option("--model-type", required=True, metavar="TYPE", help="Model type label, e.g. yolov8m (required).")
+@click.option("--image-tag", metavar="TAG", help="Container image tag.")
+@click.option("--gpu-model", metavar="MODEL", help="GPU model as dcgm names it, e.g. 'NVIDIA A100-SXM4-80GB'.")
+@click.option("--gpus", metavar="N", help="GPUs the job requests.")
+@click.option("--epochs", metavar="N", help="Epochs to train (comparable runs are scaled to it).")
+@click.option("--imgsz", metavar="N", help="Image size (comparable runs are scaled by its square).")
+@click.option("--batch", metavar="N", help="Batch size.")
+@click.option("--project", metavar="NAME", help="Project label.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_state
+def estimate(state: State, model_type, image_tag, gpu_model, gpus, epochs, imgsz, batch, project, fmt):
+    """Estimate a run's GPU-hours and cost before it starts, from comparable finished runs.
+
+    Reads the finished jobs of the database (the named query estimate_inputs), takes those
+    with the same model type and every option given, widening to the same model type with
+    any image tag, then to the same family (yolov8m -> yolov8) while fewer than 3 runs
+    compare; scales each to the requested epochs and image size, prices it at today's
+    prices, and prints the median with a range that holds 80 % of such runs, what it rests
+    on, and the cheapest configuration of the family per mAP50 point. No comparable run:
+    a message and exit status 0. -f json is for a submission hook.
+
+    \b
+    Example:
+      yolocost estimate --model-type yolov8m --gpu-model 'NVIDIA A10G' --gpus 1 --epochs 100
+      yolocost estimate --model-type yolo11s --epochs 50 --imgsz 640 -f json
+    """
+    from .estimate import Request, estimate_database, to_json, to_table
+
+    request = Request(model_type=_label(model_type, "--model-type"), image_tag=_label(image_tag, "--image-tag"),
+                      gpu_model=_label(gpu_model, "--gpu-model"), gpus=_whole(gpus, "--gpus"),
+                      epochs=_whole(epochs, "--epochs"), imgsz=_whole(imgsz, "--imgsz"),
+                      batch=_whole(batch, "--batch"), project=_label(project, "--project"))
+    result = estimate_database(state.config, request, dt.datetime.now(dt.timezone.utc))
+    _write_stdout(to_json(result) if fmt == "json" else to_table(result))
+
+
 @main.command()
 @click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
 @click.option("--audience", "audiences", multiple=True, metavar="WHO", default=("all",), show_default=True,
@@ -707,10 +779,13 @@ def bench_group():
 @click.option("--verbose", is_flag=True, help="Show Ultralytics' own log (on stderr).")
 @click.option("--stop-after-epoch", type=click.IntRange(1), hidden=True,
               help="Tests: kill the process after this epoch, as a preempted job.")
+@click.option("--max-cost", metavar="AMOUNT",
+              help="Refuse to start when the upper estimate of the run's cost (see `yolocost estimate`) is above "
+                   "AMOUNT, or when there is no estimate (no database, no comparable run).")
 @pass_state
 def bench_run(state: State, job_id, model, data, project, user, model_type, image_tag, image_digest, epochs, imgsz,
               batch, device, out_dir, metrics_port, metrics_addr, gpu_sampler, images, seed, linger, train_arg,
-              verbose, stop_after_epoch):
+              verbose, stop_after_epoch, max_cost):
     """Train a YOLO model with job labels, serving its metrics for Prometheus.
 
     Offline: touches no network and writes only into OUT/JOB_ID (Ultralytics' run folder
@@ -719,11 +794,20 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
     as a scheduler sets them, or indices resolved through NVML). Epochs go to stderr, the
     result to stdout.
 
+    Where the configured database exists, one line on stderr first gives the estimate of
+    the run's cost from comparable finished runs (`yolocost estimate`); --max-cost refuses
+    to start when its upper end is above the amount.
+
     \b
     Example:
       yolocost bench run --job-id lb-v8n --model yolov8n.yaml --project vision --user alice \\
           --image-tag train-yolov8-nano-cu121 --epochs 30 --device 0 --gpu-sampler
     """
+    from .estimate import Request
+
+    _bench_estimate(state, Request(model_type=model_type or Path(model).stem, image_tag=image_tag or None,
+                                   gpus=1, epochs=epochs, imgsz=imgsz, batch=batch, project=project or None),
+                    max_cost)
     from .bench.runner import BenchOptions, parse_train_args, run_bench
 
     opts = BenchOptions(
@@ -736,6 +820,47 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
     record, run_dir = run_bench(opts, state.log)
     click.echo(f"job {record.job_id} finished: {_maps(record)} (best epoch {(record.results or {}).get('best_epoch')}), "
                f"{len(record.attempts)} attempt(s); run folder {run_dir}")
+
+
+def _bench_estimate(state: State, request, max_cost: str | None) -> None:
+    """The estimate's line before a bench run trains, and the --max-cost check: without an
+    estimate (no database file, no comparable run, an unreadable database) a run with
+    --max-cost is refused, as its cost cannot be checked; one without it trains anyway."""
+    from decimal import Decimal, InvalidOperation
+
+    from .estimate import estimate_database, summary_line
+    from .money import minor_unit, round_cents
+
+    limit = None
+    if max_cost is not None:
+        try:
+            limit = Decimal(max_cost.strip())
+        except InvalidOperation:
+            limit = None
+        if limit is None or not limit.is_finite() or limit <= 0:
+            raise YolocostError(f"--max-cost: {max_cost!r} is not an amount above 0 (e.g. 250 or 99.50)")
+    refuse = f"not started (leave out --max-cost {max_cost} to train without the check)"
+    config = state.config
+    if not config.database.is_file():
+        if limit is not None:
+            raise YolocostError(f"--max-cost: no database at {config.database} to estimate the cost from; {refuse}")
+        return
+    try:
+        result = estimate_database(config, request, dt.datetime.now(dt.timezone.utc))
+    except YolocostError as exc:
+        if limit is not None:
+            raise YolocostError(f"--max-cost: no estimate ({exc}); {refuse}") from None
+        state.log(f"no estimate: {exc}")
+        return
+    state.log(summary_line(result))
+    if limit is None:
+        return
+    if not result.found:
+        raise YolocostError(f"--max-cost: {summary_line(result)}; {refuse}")
+    high = round_cents(result.cost.high, minor_unit(result.currency))
+    if high > limit:
+        raise YolocostError(f"the estimated cost is up to {high} {result.currency}, above --max-cost {max_cost}: "
+                            "not started")
 
 
 def _served_label_names(state: State) -> dict[str, str]:
