@@ -275,3 +275,26 @@ def test_a_changed_policy_rebuilds_the_month(month_db, tmp_path):
     assert settings == 1800
     # 30 min quiet: the zombie is stopped at 00:30 (30 of its 36 intervals left), the other at 01:45
     assert rows == [("zombie", at("00:30"), 30), ("zombie-after-training", at("01:45"), 27)]
+
+
+def test_a_settings_table_of_an_older_version_keeps_its_values_and_gets_the_policies(month_db, tmp_path):
+    from yolocost import db
+
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    path = tmp_path / "copy" / "yolocost.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE TABLE settings AS SELECT * EXCLUDE (idle_reclaim_seconds, "
+                "idle_reclaim_util_percent, idle_reclaim_protect_seconds) FROM settings")
+    con.close()
+    # the migration keeps what the checks before a build compare against (grain, time zone, currency)
+    with db.writing(path) as con:
+        kept = con.execute("SELECT timezone, currency, grain_seconds, idle_reclaim_seconds FROM settings").fetchall()
+    assert kept == [("UTC", "USD", 300, None)]
+    result = yolocost("build", cwd=tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT idle_reclaim_seconds, idle_reclaim_util_percent, idle_reclaim_protect_seconds "
+                           "FROM settings").fetchall() == [(300.0, 5.0, 900.0)]
+    finally:
+        con.close()
