@@ -187,8 +187,8 @@ def test_whatif_refuses_a_month_without_data_and_a_bad_limit(month_db):
     folder = month_db.path.parent
     assert_one_line_error(yolocost("whatif", "--month", "2026-04", cwd=folder), "no data for 2026-04",
                           "months with data: 2026-03")
-    assert_one_line_error(yolocost("whatif", "--month", "2026-4", cwd=folder), "--month", "not a month")
-    assert_one_line_error(yolocost("whatif", "--month", MONTH, "--limit", "0", cwd=folder), "--limit")
+    assert_one_line_error(yolocost("whatif", "--month", "2026-4", cwd=folder), "--month", "is not a month")
+    assert_one_line_error(yolocost("whatif", "--month", MONTH, "--limit", "0", cwd=folder), "--limit: must be at least 1")
 
 
 def _section(html: str) -> str:
@@ -251,7 +251,7 @@ def test_policies_config_is_validated_and_enters_the_month_fingerprint(tmp_path)
     changed = make_config(tmp_path, policies={"idle_reclaim_minutes": 10})
     assert changed.policies.idle_reclaim_minutes == 10.0
     assert months.fingerprint(changed, MONTH) != months.fingerprint(base, MONTH)
-    for bad, needle in (({"idle_reclaim_minutes": 0}, "policies.idle_reclaim_minutes"),
+    for bad, needle in (({"idle_reclaim_minutes": 0}, "policies.idle_reclaim_minutes: must be between"),
                         ({"idle_reclaim_util_percent": 101}, "policies.idle_reclaim_util_percent"),
                         ({"idle_reclaim_protect_minutes": "15"}, "policies.idle_reclaim_protect_minutes"),
                         ({"idle_minutes": 5}, "unknown key")):
