@@ -298,3 +298,17 @@ def test_a_settings_table_of_an_older_version_keeps_its_values_and_gets_the_poli
                            "FROM settings").fetchall() == [(300.0, 5.0, 900.0)]
     finally:
         con.close()
+
+
+def test_a_month_built_before_the_replay_existed_says_so(month_db, tmp_path):
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    con = duckdb.connect(str(tmp_path / "copy" / "yolocost.duckdb"))
+    con.execute("DELETE FROM mart_policy_month")
+    con.execute("DELETE FROM mart_policy_savings")
+    con.close()
+    assert_one_line_error(yolocost("whatif", "--month", MONTH, cwd=tmp_path / "copy"),
+                          f"{MONTH} holds no policy replay", f"yolocost build --month {MONTH}")
+    cfg = dataclasses.replace(month_db.config.with_database(tmp_path / "copy" / "yolocost.duckdb"),
+                              report_dir=tmp_path / "reports")
+    folder = render_reports(cfg, MONTH, ["admin"], ["html"]).folder
+    assert f"No policy replay is stored for {MONTH}" in _section((folder / "admin.html").read_text(encoding="utf-8"))

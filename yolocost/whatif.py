@@ -106,8 +106,11 @@ def whatif(config: Config, month: str, limit: int = TOP_JOBS) -> dict:
         with db.models_needed("whatif"):
             result = collect(con, month, None, timezone=config.timezone, currency=config.currency, limit=limit)
             if result is None:
-                known = [r[0] for r in con.execute("SELECT DISTINCT month FROM mart_policy_month ORDER BY month")
-                         .fetchall()]
+                known = [r[0] for r in con.execute("SELECT month FROM mart_cluster_month ORDER BY month").fetchall()]
+                if month in known:  # built by a version before the policy replay
+                    raise YolocostError(
+                        f"{config.database}: {month} holds no policy replay (it was built by an older yolocost); "
+                        f"`yolocost build --month {month}` adds it while the month still holds its usage rows")
                 have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
                 raise YolocostError(f"{config.database}: no data for {month}{have}")
     finally:
