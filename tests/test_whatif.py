@@ -312,3 +312,17 @@ def test_a_month_built_before_the_replay_existed_says_so(month_db, tmp_path):
                               report_dir=tmp_path / "reports")
     folder = render_reports(cfg, MONTH, ["admin"], ["html"]).folder
     assert f"No policy replay is stored for {MONTH}" in _section((folder / "admin.html").read_text(encoding="utf-8"))
+
+
+def test_a_job_crossing_the_month_end_is_replayed_in_each_month_on_its_own(tmp_path):
+    # held at 0 % from March 31 23:00 to April 1 01:00 (UTC): each month sees a quiet run from its own start
+    usage = usage_run("2026-03-31T23:00Z", 24, "g1", "night", util=0.0)
+    built = build_db(tmp_path, usage, jobs=[job_row("night")], prices=[("A100", str(PRICE))])
+    rows = built.query("SELECT month, trigger_start, stop_at, saved_intervals, saved_cost FROM mart_policy_savings "
+                       "WHERE policy = 'idle_reclaim' ORDER BY month")
+    assert rows == [
+        {"month": "2026-03", "trigger_start": ts("2026-03-31T23:00Z"), "stop_at": ts("2026-03-31T23:05Z"),
+         "saved_intervals": 11, "saved_cost": cost(11, 1)},
+        {"month": "2026-04", "trigger_start": ts("2026-04-01T00:00Z"), "stop_at": ts("2026-04-01T00:05Z"),
+         "saved_intervals": 11, "saved_cost": cost(11, 1)},
+    ]
