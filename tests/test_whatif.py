@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -199,8 +200,13 @@ def _section(html: str) -> str:
 
 def test_the_reports_show_the_savings_and_a_project_only_its_own(month_db, tmp_path):
     cfg = dataclasses.replace(month_db.config, report_dir=tmp_path / "reports")
-    result = render_reports(cfg, MONTH, ["admin", "project:p1"], ["html"])
+    result = render_reports(cfg, MONTH, ["admin", "project:p1"], ["html", "pdf"])
     folder = result.folder
+    pdf = subprocess.run(["pdftotext", "-layout", str(folder / "admin.pdf"), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "What policies would have saved" in pdf and "exact to one grain" in " ".join(pdf.split())
+    assert re.search(r"zombie\s+alice\s+p1\s+Idle", pdf)
+    assert re.search(r"Total\s+2 \(0\)\s+11\.1\s+40\.20\s+2 \(1\)\s+4\.0\s+14\.40", pdf)
     admin = _section((folder / "admin.html").read_text(encoding="utf-8"))
     assert "What policies would have saved" in admin and "Replayed at the grain of the usage rows (5 min)" in admin
     for name in ("zombie", "zombie-after-training", "late-improver", "p3"):
