@@ -16,7 +16,8 @@
 --     the grain) with the training loss improving by less than breaker_loss_delta over what the
 --     breaker had seen by then: stop_at = the stretch's start + that time. The decision uses
 --     only the epochs before stop_at, so it may stop a stretch that mart_breakers, which sees
---     the whole stretch, does not list.
+--     the whole stretch, does not list; a job with no loss recorded before the stretch is
+--     never stopped (as in mart_breakers).
 -- Only the first stop of a job in a month counts, and only when the job still held a GPU at
 -- stop_at. A false positive is a stopped job with an epoch ending after stop_at (up to the end
 -- of its last interval of the month) whose total training loss is lower than the best loss up
