@@ -607,6 +607,16 @@ ELSEWHERE = [
           ("unknown format", "--format docx", "'docx' is not one of html, pdf, summary, csv, index or all"),
           ("templates folder missing", "--templates no-such-folder", "templates folder not found"),
       ]],
+    # tests/test_whatif.py
+    *[Covered(f"whatif: {name}", example, message, 2,
+              "tests/test_whatif.py::test_whatif_refuses_a_month_without_data_and_a_bad_limit")
+      for name, example, message in [
+          ("month without data", "--month 2026-04", "no data for 2026-04"),
+          ("month not a month", "--month 2026-4", "is not a month"),
+          ("limit below 1", "--limit 0", "--limit: must be at least 1"),
+      ]],
+    Covered("config: policy value out of range", "idle_reclaim_minutes = 0", "policies.idle_reclaim_minutes: must be between",
+            2, "tests/test_whatif.py::test_policies_config_is_validated_and_enters_the_month_fingerprint"),
     Covered("report: PDF without Chromium", "PATH without chromium", "apt-get install chromium", 2,
             "tests/report/test_report_cli.py::test_report_without_chromium_says_how_to_install_it_and_stops"),
     Covered("report: Chromium that hangs or dies", "a chromium that sleeps", "starting Chromium", 2,

@@ -567,6 +567,32 @@ def list_queries(queries_dir):
         click.echo(f"{q.name:32} {q.title}" + (f"  [{params}]" if params else ""))
 
 
+@main.command()
+@click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--limit", type=int, default=10, show_default=True, help="Jobs listed per policy, most saved first.")
+@pass_state
+def whatif(state: State, month, fmt, limit):
+    """What the stopping policies would have saved in a month, before you enforce them.
+
+    Replays the month's usage at its grain with [policies] idle reclaim (release a job after
+    N minutes under U % utilization with no epoch ending, except around validation and
+    checkpoints) and the breaker ([thresholds] breaker_*), and shows per policy the
+    GPU-hours and money it would have saved, the jobs it would have stopped, and the false
+    positives among them (jobs whose loss or mAP50 improved after the stop), per project and
+    per job. Figures are exact to one grain; archived months answer from their archive.
+
+    \b
+    Examples:
+      yolocost whatif --month 2026-10
+      yolocost whatif --month 2026-10 -f json --limit 50
+    """
+    from . import whatif as policies
+
+    result = policies.whatif(state.config, month, limit)
+    _write_stdout(policies.FORMATS[fmt](result))
+
+
 @main.group()
 def sample():
     """Synthetic cluster data with ground truth, for demos, tests and benchmarks."""

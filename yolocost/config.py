@@ -100,6 +100,16 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class Policies:
+    """What-if stopping policies replayed by mart_policy_savings (the breaker's own settings
+    are the [thresholds] breaker_* keys)."""
+
+    idle_reclaim_minutes: float = 5.0  # release a job after this long quiet
+    idle_reclaim_util_percent: float = 5.0  # quiet: the job's utilization under this, no epoch ending
+    idle_reclaim_protect_minutes: float = 15.0  # before each epoch end and after the last: validation, checkpoint
+
+
+@dataclass(frozen=True)
 class Config:
     source: Path | None = None
     cluster: str = "default"
@@ -119,6 +129,7 @@ class Config:
     energy_prices: tuple[EnergyPrice, ...] = ()
     labels: Labels = Labels()
     thresholds: Thresholds = Thresholds()
+    policies: Policies = Policies()
     prometheus: PrometheusConfig = PrometheusConfig()
 
     @property
@@ -313,7 +324,7 @@ class _Parser:
         self.no_unknown(
             data,
             {"cluster", "database", "prometheus", "ingest", "labels", "thresholds",
-             "tag_policy", "reports", "pricing", "prices", "energy_prices", "allocation"},
+             "tag_policy", "reports", "pricing", "prices", "energy_prices", "allocation", "policies"},
             "",
         )
         cluster = self.table(data, "cluster", {"name", "timezone", "currency"})
@@ -401,6 +412,7 @@ class _Parser:
             energy_prices=self.energy_prices(data.get("energy_prices", [])),
             labels=self.labels(data),
             thresholds=self.thresholds(data),
+            policies=self.policies(data),
             prometheus=prometheus,
         )
 
@@ -466,6 +478,18 @@ class _Parser:
         if result.idle_util_percent >= result.busy_util_percent:
             raise self.fail("thresholds.idle_util_percent", "must be below busy_util_percent")
         return result
+
+    def policies(self, data: dict) -> Policies:
+        tbl = self.table(data, "policies", {f.name for f in dataclasses.fields(Policies)})
+        values: dict[str, float] = {}
+        for key, value in tbl.items():
+            if key.endswith("_percent"):
+                values[key] = self.number(f"policies.{key}", value, 0, 100)
+            elif key == "idle_reclaim_protect_minutes":
+                values[key] = self.number(f"policies.{key}", value, 0, 24 * 60)
+            else:
+                values[key] = self.number(f"policies.{key}", value, 1, 24 * 60 * 31)
+        return Policies(**values)
 
     def prometheus(self, data: dict) -> PrometheusConfig:
         prefix = "prometheus"

@@ -253,7 +253,8 @@ def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, bool, 
 def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
     """Bring the tables of a file written by an older yolocost up to the current schema.
 
-    The config tables are made anew (the build rewrites them anyway). A raw table that lacks
+    The config tables are made anew (the build rewrites them anyway; settings keeps the
+    values of the columns it had, which the checks before a build read). A raw table that lacks
     trailing columns which may be NULL gets them added (old rows hold no value there); a
     raw table that lacks any other column cannot be completed in place: refused, naming it."""
     found = _columns(con)
@@ -263,8 +264,17 @@ def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
         if have == names or not have:
             continue
         if table in CONFIG_TABLES:
-            con.execute(f"DROP TABLE {table}")
-            create_schema(con)
+            # settings keeps the values of the columns both versions have: the checks before
+            # the build (grain, time zone and currency of archived months) compare against them
+            common = ", ".join(f'"{c}"' for c in have if c in names) if table == "settings" else ""
+            if common:
+                con.execute(f"ALTER TABLE {table} RENAME TO {table}_old")
+                create_schema(con)
+                con.execute(f"INSERT INTO {table} ({common}) SELECT {common} FROM {table}_old")
+                con.execute(f"DROP TABLE {table}_old")
+            else:
+                con.execute(f"DROP TABLE {table}")
+                create_schema(con)
             continue
         missing = [(c, nullable, kind) for c, nullable, kind in wanted if c not in have]
         if not missing:
@@ -281,16 +291,18 @@ def migrate_schema(con: duckdb.DuckDBPyConnection, path: Path | str) -> None:
 
 def settings_row(config: Config) -> tuple:
     """The settings table's one row for the config (SETTINGS_COLUMNS order)."""
-    t = config.thresholds
+    t, p = config.thresholds, config.policies
     return (config.cluster, config.timezone, config.currency, config.grain_seconds,
             t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
             t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern,
-            config.unallocated_policy)
+            config.unallocated_policy, p.idle_reclaim_minutes * 60, p.idle_reclaim_util_percent,
+            p.idle_reclaim_protect_minutes * 60)
 
 
 SETTINGS_COLUMNS = ("cluster", "timezone", "currency", "grain_seconds", "busy_util_percent", "idle_util_percent",
                     "breaker_util_percent", "breaker_loss_delta", "breaker_min_seconds", "tag_pattern",
-                    "unallocated_policy")
+                    "unallocated_policy", "idle_reclaim_seconds", "idle_reclaim_util_percent",
+                    "idle_reclaim_protect_seconds")
 
 
 def price_rows(config: Config) -> list[tuple]:

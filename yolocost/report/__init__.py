@@ -57,6 +57,7 @@ ADMIN_SECTIONS = (
     ("projects", "Cost by project"), ("users", "Cost by user"), ("gpu_models", "Cost by GPU model"),
     ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
     ("leaderboard", "Value leaderboard"), ("breakers", "Breaker candidates"),
+    ("policies", "What policies would have saved"),
     ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
     ("rate_card", "Prices"),
 )

@@ -521,6 +521,33 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
             "cents": sum((r["cents"] for r in found), Decimal("0.00")), "jobs": len({r["job_id"] for r in found})}
 
 
+def policies(con, month: str, project: str | None, timezone: str, currency: str) -> dict:
+    """What the stopping policies would have saved (yolocost.whatif): each policy's totals, per
+    project (admin report) each policy's figures side by side, and the jobs that would have
+    saved the most. A project report reads only its own jobs' rows."""
+    from .. import whatif
+
+    found = whatif.collect(con, month, project, timezone=timezone, currency=currency, limit=None)
+    if found is None:
+        return {"policies": [], "projects": [], "jobs": [], "jobs_total": 0, "resolution": ""}
+    projects: dict[str, dict] = {}
+    for p in found["policies"]:
+        for row in p["projects"]:
+            entry = projects.setdefault(row["project"], {"project": row["project"], "bucket": row["bucket"],
+                                                         "by_policy": {}})
+            entry["by_policy"][p["policy"]] = row
+    zero = {"jobs_stopped": 0, "false_positives": 0, "gpu_hours": Decimal("0.0"), "cost": money.round_cents(0, _places.get())}
+    for entry in projects.values():
+        for p in found["policies"]:
+            entry["by_policy"].setdefault(p["policy"], zero)
+    order = [p["policy"] for p in found["policies"]]
+    by_project = sorted(projects.values(), key=lambda e: (tuple(-e["by_policy"][k]["cost"] for k in order), e["project"]))
+    jobs = [dict(j, policy_title=p["title"]) for p in found["policies"] for j in p["jobs"]]
+    jobs.sort(key=lambda j: (-j["cost"], j["job_id"], j["policy"]))
+    return {"policies": found["policies"], "projects": by_project, "jobs": jobs[:TOP], "jobs_total": len(jobs),
+            "resolution": found["resolution"], "jobs_replayed": found["jobs_replayed"]}
+
+
 def tag_violations(con, month: str, project: str | None) -> dict:
     """Spend on image tags that break the tag policy, per status and per job (the ledger's job cents)."""
     where, params = _scope(project, "l")
@@ -621,6 +648,7 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
         "idle_waste": idle_waste(con, month, project),
         "leaderboard": leaderboard(con, month, project, timezone, grain_seconds),
         "breakers": breakers(con, month, project, tz),
+        "policies": policies(con, month, project, timezone, currency),
         "tag_violations": tag_violations(con, month, project),
     }
     if project is None:

@@ -91,7 +91,10 @@ CREATE TABLE IF NOT EXISTS settings (
     breaker_loss_delta     DOUBLE,
     breaker_min_seconds    DOUBLE,
     tag_pattern            VARCHAR,
-    unallocated_policy     VARCHAR   -- [allocation] unallocated the ledger was built with
+    unallocated_policy     VARCHAR,  -- [allocation] unallocated the ledger was built with
+    idle_reclaim_seconds   DOUBLE,   -- [policies]: quiet time before idle reclaim stops a job
+    idle_reclaim_util_percent DOUBLE,
+    idle_reclaim_protect_seconds DOUBLE
 );
 
 -- month_builds: one row per month with usage rows (configured time zone): when its models

@@ -1,0 +1,334 @@
+"""What-if policies: the replay of idle reclaim and the breaker on a hand-made month.
+
+The month (UTC, 5-minute grain, A100 at 3.60 an hour: 0.30 per GPU interval) holds:
+- `zombie`: two GPUs held 3 h at 0 % with no epoch at all;
+- `zombie-after-training`: two GPUs, 1 h of training (epochs end at 00:30 and 01:00), then
+  3 h at 0 % (the first 15 min after the last epoch end are protected);
+- `validator`: 12 epochs of 30 min, each 20 min at 90 % and 10 min of validation at 2 %
+  just before its end (longer than the 5-minute idle-reclaim limit, inside the protection);
+- `late-improver`: 1 h of training, 3 h stalled at 20 % (one epoch at 03:30 a little
+  better), then 1 h of training that improves loss and mAP50.
+Every expected figure below is counted from that layout, not read from the code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from builders import (assert_one_line_error, build_db, epoch_rows, job_row, losses, make_config, ts, usage_run,
+                      yolocost)
+
+from yolocost import months, whatif
+from yolocost.config import parse_config
+from yolocost.errors import ConfigError
+from yolocost.report import render_reports
+
+PRICE = Decimal("3.60")  # per GPU-hour
+GRAIN = 300
+DAY = "2026-03-02T"
+MONTH = "2026-03"
+CONFIG_TOML = """[cluster]
+name = "c1"
+timezone = "UTC"
+[database]
+path = "yolocost.duckdb"
+[[prices]]
+gpu_model = "A100"
+price_per_gpu_hour = "3.60"
+"""
+
+
+def cost(intervals: int, gpus: int) -> Decimal:
+    """What `intervals` grain intervals of `gpus` GPUs cost, by hand."""
+    return Decimal(intervals * gpus * GRAIN) * PRICE / 3600
+
+
+def at(hhmm: str) -> dt.datetime:
+    return ts(DAY + hhmm + "Z")
+
+
+def month_rows():
+    usage, progress, jobs = [], [], []
+    for g in ("z1", "z2"):
+        usage += usage_run(DAY + "00:00Z", 36, g, "zombie", util=0.0)
+    jobs.append(job_row("zombie", project="p1", user="alice"))
+    for g in ("t1", "t2"):
+        usage += usage_run(DAY + "00:00Z", 12, g, "zombie-after-training", util=90.0)
+        usage += usage_run(DAY + "01:00Z", 36, g, "zombie-after-training", util=0.0)
+    progress += losses("zombie-after-training", [(DAY + "00:30Z", 1.0), (DAY + "01:00Z", 0.8)])
+    jobs.append(job_row("zombie-after-training", project="p3", user="carol"))
+    for k in range(12):
+        start = at("00:00") + dt.timedelta(minutes=30 * k)
+        usage += usage_run(start, 4, "v1", "validator", util=90.0)
+        usage += usage_run(start + dt.timedelta(minutes=20), 2, "v1", "validator", util=2.0)
+        progress += epoch_rows("validator", k + 1, start + dt.timedelta(minutes=30), 1.0 - 0.05 * k, 0.3 + 0.02 * k)
+    jobs.append(job_row("validator", project="p2", user="dave"))
+    usage += usage_run(DAY + "00:00Z", 12, "i1", "late-improver", util=90.0)
+    usage += usage_run(DAY + "01:00Z", 36, "i1", "late-improver", util=20.0)
+    usage += usage_run(DAY + "04:00Z", 12, "i1", "late-improver", util=90.0)
+    for epoch, (hhmm, loss, map50) in enumerate([("00:30", 1.0, 0.30), ("01:00", 0.9, 0.35), ("03:30", 0.85, 0.36),
+                                                 ("04:30", 0.7, 0.50), ("05:00", 0.6, 0.55)], start=1):
+        progress += epoch_rows("late-improver", epoch, DAY + hhmm + "Z", loss, map50)
+    jobs.append(job_row("late-improver", project="p1", user="bob"))
+    return usage, jobs, progress
+
+
+def build(folder: Path, **config):
+    usage, jobs, progress = month_rows()
+    built = build_db(folder, usage, jobs=jobs, progress=progress, prices=[("A100", str(PRICE))], **config)
+    (folder / "yolocost.toml").write_text(CONFIG_TOML, encoding="utf-8")
+    return built
+
+
+@pytest.fixture(scope="module")
+def month_db(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("whatif"))
+
+
+def stops(db, policy: str) -> dict[str, dict]:
+    return db.by("mart_policy_savings", "job_id", f"month = '{MONTH}' AND policy = '{policy}'")
+
+
+def test_idle_reclaim_stops_the_zombie_n_minutes_into_its_quiet_run(month_db):
+    got = stops(month_db, "idle_reclaim")
+    assert sorted(got) == ["zombie", "zombie-after-training"]
+    zombie = got["zombie"]
+    # quiet from its first interval: stopped 5 min later, the other 3 h - 5 min (35 intervals, 2 GPUs) saved
+    assert (zombie["trigger_start"], zombie["stop_at"]) == (at("00:00"), at("00:05"))
+    assert zombie["saved_intervals"] == 35
+    assert zombie["saved_gpu_seconds"] == Decimal((3 * 3600 - 300) * 2)
+    assert zombie["saved_cost"] == cost(35, 2) == Decimal("21.00")
+    assert zombie["grain_seconds"] == GRAIN
+    assert (zombie["false_positive"], zombie["fp_reason"]) == (False, None)
+    # after training the first 15 min past the last epoch end (01:00) are protected: quiet from 01:15
+    after = got["zombie-after-training"]
+    assert (after["trigger_start"], after["stop_at"]) == (at("01:15"), at("01:20"))
+    assert after["saved_gpu_seconds"] == Decimal((3 * 3600 - 20 * 60) * 2)
+    assert after["saved_cost"] == cost(32, 2)
+    assert after["false_positive"] is False
+
+
+def test_the_validation_phases_are_not_reclaimed_unless_protection_is_off(month_db, tmp_path):
+    assert "validator" not in stops(month_db, "idle_reclaim") and "validator" not in stops(month_db, "breaker")
+    # the same month with no protection: the first validation (00:20-00:30, 2 % for 10 min)
+    # is a quiet run, so the check above is the protection's doing
+    bare = build(tmp_path / "bare", policies={"idle_reclaim_protect_minutes": 0})
+    validator = stops(bare, "idle_reclaim")["validator"]
+    assert (validator["trigger_start"], validator["stop_at"]) == (at("00:20"), at("00:25"))
+    assert validator["saved_intervals"] == 6 * 12 - 5  # 00:25 to 06:00
+    assert validator["saved_cost"] == cost(67, 1)
+    assert validator["false_positive"] is True  # its loss went on falling
+
+
+def test_the_breaker_stops_the_stall_and_counts_the_late_improver_as_a_false_positive(month_db):
+    got = stops(month_db, "breaker")
+    assert sorted(got) == ["late-improver", "zombie-after-training"]  # the zombie has no loss to judge
+    late = got["late-improver"]
+    # stalled under 40 % from 01:00; after 2 h (03:00) it has seen no better loss than 0.9
+    assert (late["trigger_start"], late["stop_at"]) == (at("01:00"), at("03:00"))
+    assert late["saved_intervals"] == 24 and late["saved_cost"] == cost(24, 1) == Decimal("7.20")
+    assert late["false_positive"] is True
+    assert (late["loss_at_stop"], late["best_loss_after"]) == (0.9, 0.6)
+    assert (late["map50_at_stop"], late["best_map50_after"]) == (0.35, 0.55)
+    assert late["fp_reason"] == "loss 0.9000 -> 0.6000; mAP50 0.350 -> 0.550"
+    # mart_breakers judges the whole stretch (the 03:30 epoch improved the loss by 0.05): not a candidate there
+    assert month_db.query("SELECT job_id FROM mart_breakers WHERE job_id = 'late-improver'") == []
+    after = got["zombie-after-training"]
+    assert after["stop_at"] == at("03:00") and after["saved_cost"] == cost(12, 2)
+    assert after["false_positive"] is False
+    # idle reclaim leaves the stall alone: 20 % is not quiet
+    assert "late-improver" not in stops(month_db, "idle_reclaim")
+
+
+def test_the_month_totals_add_up_the_stops(month_db):
+    got = month_db.by("mart_policy_month", "policy", f"month = '{MONTH}'")
+    idle, breaker = got["idle_reclaim"], got["breaker"]
+    assert (idle["jobs_replayed"], idle["jobs_stopped"], idle["false_positives"]) == (4, 2, 0)
+    assert idle["saved_cost"] == cost(35, 2) + cost(32, 2)
+    assert (breaker["jobs_stopped"], breaker["false_positives"]) == (2, 1)
+    assert breaker["saved_cost"] == cost(24, 1) + cost(12, 2)
+    assert idle["grain_seconds"] == GRAIN
+    assert "5 min under 5 %" in idle["rule"] and "15 min before each epoch end" in idle["rule"]
+    assert "2 h under 40 %" in breaker["rule"]
+
+
+def test_whatif_prints_the_policies_per_project_and_job(month_db):
+    folder = month_db.path.parent
+    result = yolocost("whatif", "--month", MONTH, cwd=folder)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Replayed at the grain of the usage rows (5 min)" in out and "exact to one grain" in out
+    assert "would have stopped 2 job(s), 0 of them false positive(s)" in out
+    assert f"{cost(35, 2) + cost(32, 2):.2f} USD" in out  # 40.20
+    assert re.search(r"late-improver\s+p1\s+bob\s+2026-03-02 03:00\s+2\.0\s+7\.20\s+yes: loss 0\.9000 -> 0\.6000", out)
+    assert re.search(r"zombie\s+p1\s+alice\s+2026-03-02 00:05\s+5\.8\s+21\.00\s+no", out)
+
+    data = json.loads(yolocost("whatif", "--month", MONTH, "-f", "json", "--limit", "1", cwd=folder).stdout)
+    assert data["grain_seconds"] == GRAIN and data["jobs_replayed"] == 4
+    by = {p["policy"]: p for p in data["policies"]}
+    for p in by.values():  # the printed total is the sum of the printed project rows
+        assert Decimal(p["cost"]) == sum(Decimal(r["cost"]) for r in p["projects"])
+        assert Decimal(p["gpu_hours"]) == sum(Decimal(r["gpu_hours"]) for r in p["projects"])
+        assert len(p["jobs"]) == 1
+    assert by["breaker"]["false_positives"] == 1 and by["breaker"]["cost"] == "14.40"
+    assert by["idle_reclaim"]["jobs"][0]["job_id"] == "zombie"
+    assert {r["project"]: r["cost"] for r in by["idle_reclaim"]["projects"]} == {"p1": "21.00", "p3": "19.20"}
+
+
+def test_whatif_refuses_a_month_without_data_and_a_bad_limit(month_db):
+    folder = month_db.path.parent
+    assert_one_line_error(yolocost("whatif", "--month", "2026-04", cwd=folder), "no data for 2026-04",
+                          "months with data: 2026-03")
+    assert_one_line_error(yolocost("whatif", "--month", "2026-4", cwd=folder), "--month", "is not a month")
+    assert_one_line_error(yolocost("whatif", "--month", MONTH, "--limit", "0", cwd=folder), "--limit: must be at least 1")
+
+
+def _section(html: str) -> str:
+    found = re.search(r'<section id="policies">.*?</section>', html, re.S)
+    assert found, "no policies section"
+    return found.group(0)
+
+
+def test_the_reports_show_the_savings_and_a_project_only_its_own(month_db, tmp_path):
+    cfg = dataclasses.replace(month_db.config, report_dir=tmp_path / "reports")
+    result = render_reports(cfg, MONTH, ["admin", "project:p1"], ["html", "pdf"])
+    folder = result.folder
+    pdf = subprocess.run(["pdftotext", "-layout", str(folder / "admin.pdf"), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "What policies would have saved" in pdf and "exact to one grain" in " ".join(pdf.split())
+    assert re.search(r"zombie\s+alice\s+p1\s+Idle", pdf)
+    assert re.search(r"Total\s+2 \(0\)\s+11\.1\s+40\.20\s+2 \(1\)\s+4\.0\s+14\.40", pdf)
+    admin = _section((folder / "admin.html").read_text(encoding="utf-8"))
+    assert "What policies would have saved" in admin and "Replayed at the grain of the usage rows (5 min)" in admin
+    for name in ("zombie", "zombie-after-training", "late-improver", "p3"):
+        assert name in admin
+    assert "validator" not in admin
+    # the per-project table's total row is the sum of its rows: 21.00 + 19.20 (idle), 7.20 + 7.20 (breaker)
+    total = re.search(r"<tfoot><tr><td class=\"l\">Total</td>(.*?)</tr></tfoot>", admin, re.S).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", total) == ["2 (0)", "11.1", "40.20", "2 (1)", "4.0", "14.40"]
+    assert "yes: loss 0.9000 -&gt; 0.6000; mAP50 0.350 -&gt; 0.550" in admin
+    page = re.sub(r"<script>.*?</script>", "", (folder / "project-p1.html").read_text(encoding="utf-8"), flags=re.S)
+    mine = _section(page)
+    assert "zombie" in mine and "late-improver" in mine and "21.00" in mine and "7.20" in mine
+    for other in ("zombie-after-training", "carol", "p3", "19.20"):  # another project's job, user, name, money
+        assert other not in page
+
+
+def test_a_pruned_month_keeps_its_replay(month_db, tmp_path):
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    cfg = month_db.config.with_database(tmp_path / "copy" / "yolocost.duckdb")
+    tables = ("mart_policy_savings", "mart_policy_month")
+
+    def snapshot():
+        con = duckdb.connect(str(cfg.database), read_only=True)
+        try:
+            return {t: sorted(con.execute(f"SELECT * FROM {t} WHERE month = ?", [MONTH]).fetchall(), key=repr)
+                    for t in tables}
+        finally:
+            con.close()
+
+    before, printed = snapshot(), whatif.to_json(whatif.whatif(cfg, MONTH))
+    assert len(before["mart_policy_savings"]) == 4
+    result = months.prune_database(cfg, now=dt.datetime(2026, 7, 15, tzinfo=dt.timezone.utc))
+    assert [m.month for m in result.months] == [MONTH]
+    con = duckdb.connect(str(cfg.database), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM int_job_intervals").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM gpu_usage").fetchone()[0] == 0
+    finally:
+        con.close()
+    assert snapshot() == before
+    assert whatif.to_json(whatif.whatif(cfg, MONTH)) == printed
+
+
+def test_policies_config_is_validated_and_enters_the_month_fingerprint(tmp_path):
+    base = make_config(tmp_path)
+    assert (base.policies.idle_reclaim_minutes, base.policies.idle_reclaim_util_percent,
+            base.policies.idle_reclaim_protect_minutes) == (5.0, 5.0, 15.0)
+    changed = make_config(tmp_path, policies={"idle_reclaim_minutes": 10})
+    assert changed.policies.idle_reclaim_minutes == 10.0
+    assert months.fingerprint(changed, MONTH) != months.fingerprint(base, MONTH)
+    for bad, needle in (({"idle_reclaim_minutes": 0}, "policies.idle_reclaim_minutes: must be between"),
+                        ({"idle_reclaim_util_percent": 101}, "policies.idle_reclaim_util_percent"),
+                        ({"idle_reclaim_protect_minutes": "15"}, "policies.idle_reclaim_protect_minutes"),
+                        ({"idle_minutes": 5}, "unknown key")):
+        with pytest.raises(ConfigError, match=re.escape(needle)):
+            parse_config({"policies": bad})
+
+
+def test_a_changed_policy_rebuilds_the_month(month_db, tmp_path):
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    (tmp_path / "copy" / "yolocost.toml").write_text(CONFIG_TOML + "[policies]\nidle_reclaim_minutes = 30\n",
+                                                     encoding="utf-8")
+    result = yolocost("build", cwd=tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    con = duckdb.connect(str(tmp_path / "copy" / "yolocost.duckdb"), read_only=True)
+    try:
+        rows = con.execute("SELECT job_id, stop_at, saved_intervals FROM mart_policy_savings "
+                           "WHERE policy = 'idle_reclaim' ORDER BY job_id").fetchall()
+        settings = con.execute("SELECT idle_reclaim_seconds FROM settings").fetchone()[0]
+    finally:
+        con.close()
+    assert settings == 1800
+    # 30 min quiet: the zombie is stopped at 00:30 (30 of its 36 intervals left), the other at 01:45
+    assert rows == [("zombie", at("00:30"), 30), ("zombie-after-training", at("01:45"), 27)]
+
+
+def test_a_settings_table_of_an_older_version_keeps_its_values_and_gets_the_policies(month_db, tmp_path):
+    from yolocost import db
+
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    path = tmp_path / "copy" / "yolocost.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE TABLE settings AS SELECT * EXCLUDE (idle_reclaim_seconds, "
+                "idle_reclaim_util_percent, idle_reclaim_protect_seconds) FROM settings")
+    con.close()
+    # the migration keeps what the checks before a build compare against (grain, time zone, currency)
+    with db.writing(path) as con:
+        kept = con.execute("SELECT timezone, currency, grain_seconds, idle_reclaim_seconds FROM settings").fetchall()
+    assert kept == [("UTC", "USD", 300, None)]
+    result = yolocost("build", cwd=tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT idle_reclaim_seconds, idle_reclaim_util_percent, idle_reclaim_protect_seconds "
+                           "FROM settings").fetchall() == [(300.0, 5.0, 900.0)]
+    finally:
+        con.close()
+
+
+def test_a_month_built_before_the_replay_existed_says_so(month_db, tmp_path):
+    shutil.copytree(month_db.path.parent, tmp_path / "copy")
+    con = duckdb.connect(str(tmp_path / "copy" / "yolocost.duckdb"))
+    con.execute("DELETE FROM mart_policy_month")
+    con.execute("DELETE FROM mart_policy_savings")
+    con.close()
+    assert_one_line_error(yolocost("whatif", "--month", MONTH, cwd=tmp_path / "copy"),
+                          f"{MONTH} holds no policy replay", f"yolocost build --month {MONTH}")
+    cfg = dataclasses.replace(month_db.config.with_database(tmp_path / "copy" / "yolocost.duckdb"),
+                              report_dir=tmp_path / "reports")
+    folder = render_reports(cfg, MONTH, ["admin"], ["html"]).folder
+    assert f"No policy replay is stored for {MONTH}" in _section((folder / "admin.html").read_text(encoding="utf-8"))
+
+
+def test_a_job_crossing_the_month_end_is_replayed_in_each_month_on_its_own(tmp_path):
+    # held at 0 % from March 31 23:00 to April 1 01:00 (UTC): each month sees a quiet run from its own start
+    usage = usage_run("2026-03-31T23:00Z", 24, "g1", "night", util=0.0)
+    built = build_db(tmp_path, usage, jobs=[job_row("night")], prices=[("A100", str(PRICE))])
+    rows = built.query("SELECT month, trigger_start, stop_at, saved_intervals, saved_cost FROM mart_policy_savings "
+                       "WHERE policy = 'idle_reclaim' ORDER BY month")
+    assert rows == [
+        {"month": "2026-03", "trigger_start": ts("2026-03-31T23:00Z"), "stop_at": ts("2026-03-31T23:05Z"),
+         "saved_intervals": 11, "saved_cost": cost(11, 1)},
+        {"month": "2026-04", "trigger_start": ts("2026-04-01T00:00Z"), "stop_at": ts("2026-04-01T00:05Z"),
+         "saved_intervals": 11, "saved_cost": cost(11, 1)},
+    ]
