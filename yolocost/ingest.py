@@ -249,7 +249,7 @@ class _Fetcher:
         grain = self.config.grain_seconds
         total, done = end - start, 0
         out = _Points(list(self.queries.grain_queries()), start, end, grain)
-        running: dict = {}  # future -> (chunk, query name, "plan" or "plan-exact")
+        running: dict = {}  # future -> (chunk, query name or None for the plan)
         backlog: deque = deque()  # (chunk, name, function, arguments) not sent yet
         limit = self.config.prometheus.concurrency + 2
 
@@ -264,17 +264,7 @@ class _Fetcher:
                     running[pool.submit(fn, *args)] = (chunk, name)
 
         def plan(chunk: _Chunk) -> None:
-            """First the GPUs with several series in the chunk; of those, the ones with two at
-            one sample (`plan_exact`); then the grain queries (`queue`)."""
-            send(chunk, "plan", self.client.query, self.queries.several_series(chunk.end - chunk.start), chunk.end)
-
-        def plan_exact(chunk: _Chunk, several: list[dict]) -> None:
-            candidates = sorted({r["metric"].get("UUID", "") for r in several} - always_special - {""})
-            if not candidates:
-                queue(chunk, [])
-                return
-            exact = self.queries.only(candidates, keep=True).special_gpus(chunk.end - chunk.start)
-            send(chunk, "plan-exact", self.client.query, exact, chunk.end)
+            send(chunk, None, self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {r["metric"].get("UUID", "") for r in plan_answer}
@@ -323,10 +313,7 @@ class _Fetcher:
                     except QueryTooBig as too_big:
                         split(chunk, too_big)
                         continue
-                    if name == "plan":
-                        plan_exact(chunk, answer)
-                        continue
-                    if name == "plan-exact":
+                    if name is None:
                         queue(chunk, answer)
                         continue
                     if isinstance(name, tuple):

@@ -191,20 +191,6 @@ class GrainQueries:
         of evaluating those deltas at every subquery step (BENCHMARKS.md)."""
         return f"{self._sel(ENERGY)}[{self._range(seconds + LOOKBACK)}] offset 1ms"
 
-    def several_series(self, seconds: int) -> str:
-        """GPUs with more than one utilization series in the last `seconds` (less 1 ms, as
-        `fresh`): the only ones that can have two at one sample (`special_gpus`). Reading
-        each raw sample once costs the server a fraction of evaluating `special_gpus` at
-        every scrape step for every GPU, and a GPU seldom has more than one series a day."""
-        def series(metric: str) -> str:
-            return f"count_over_time({self._sel(metric)}[{self._range(seconds)}] offset 1ms)"
-
-        # the label sets `util` reads: dev, prof, or both folded (a prof series hides the dev
-        # series of the same labels there, `or` keeps one of the two here)
-        read = {"dev": series(UTIL_DEV), "prof": series(UTIL_PROF)}.get(
-            self.utilization, f"{series(UTIL_PROF)} or {series(UTIL_DEV)}")
-        return f"count by ({GPU}) ({read}) > 1"
-
     def special_gpus(self, seconds: int) -> str:
         """GPUs with more than one series at some sample of the last `seconds` (shared GPU,
         duplicated scrape, owner change within one sample): they need the attribution join."""
