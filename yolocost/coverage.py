@@ -1,8 +1,9 @@
 """What a load or an ingest may replace (docs/raw-tables.md, "What a load or ingest replaces").
 
-The incoming usage rows (the temp table `incoming_gpu_usage`) replace the stored usage rows
-of the config's cluster in one window [start, end). Before anything is deleted they are
-checked here, in DuckDB, set-based (a month of 1,000 GPUs is about 9 million rows):
+The incoming usage rows (`incoming_gpu_usage`: a temp table, or an ingest's view of its
+scratch files) replace the stored usage rows of the config's cluster in one window [start,
+end). Before anything is deleted they are checked here, in DuckDB, set-based (a month of
+1,000 GPUs is about 9 million rows):
 
 * the database's rows are of the config's cluster and grain (one cluster per database);
 * every incoming row is of the config's cluster, inside the window and not in the future;

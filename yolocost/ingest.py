@@ -248,7 +248,7 @@ class _Fetcher:
         are not held here after."""
         grain = self.config.grain_seconds
         total, done = end - start, 0
-        out = _Points(list(self.queries.grain_queries()), start, end, grain)
+        names = list(self.queries.grain_queries())
         running: dict = {}  # future -> (chunk, query name or None for the plan)
         backlog: deque = deque()  # (chunk, name, function, arguments) not sent yet
         limit = self.config.prometheus.concurrency + 2
@@ -264,6 +264,7 @@ class _Fetcher:
                     running[pool.submit(fn, *args)] = (chunk, name)
 
         def plan(chunk: _Chunk) -> None:
+            chunk.points = _Points(names, chunk.start, chunk.end, grain)
             send(chunk, None, self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
@@ -317,14 +318,14 @@ class _Fetcher:
                         queue(chunk, answer)
                         continue
                     if isinstance(name, tuple):
-                        chunk.parts.append(("energy", self._energy_arrays(out, answer, *name)))
+                        chunk.parts.append(("energy", self._energy_arrays(chunk.points, answer, *name)))
                     else:
-                        chunk.parts.append((name, self._arrays(out, answer)))
+                        chunk.parts.append((name, self._arrays(chunk.points, answer)))
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
-                        columns = out.keep_chunk(chunk.parts)
-                        chunk.parts = []
-                        keep(out, columns)
+                        columns = chunk.points.keep_chunk(chunk.parts)
+                        keep(chunk.points, columns)
+                        chunk.parts, chunk.points = [], None
                         del columns
                         done += chunk.end - chunk.start
                         self.say(f"fetched {coverage.at_epoch(chunk.start)}..{coverage.at_epoch(chunk.end)} "
@@ -362,13 +363,10 @@ class _Fetcher:
                                         "on the query's steps") from None
 
     def _usage(self, points: "_Points", columns: tuple, attribution: Attribution) -> Columns:
-        """Raw usage rows (as sums) per GPU x owner x interval from one chunk's points. Each
-        series' GPU and owner are worked out once, when it is first seen."""
-        gpus, owners = self.__dict__.setdefault("_gpus", []), self.__dict__.setdefault("_owners", [])
-        for labels in points.labels[len(gpus):]:
-            gpu = gpu_of(labels)
-            gpus.append(gpu)
-            owners.append(attribution.owner(labels) if gpu is not None else None)
+        """Raw usage rows (as sums) per GPU x owner x interval from one chunk's points."""
+        gpus = [gpu_of(labels) for labels in points.labels]
+        owners = [attribution.owner(labels) if gpu is not None else None
+                  for labels, gpu in zip(points.labels, gpus)]
         return _grouped(columns, points.start, gpus, owners, self.config)
 
     # ---- training progress and results
@@ -460,13 +458,15 @@ class _Chunk:
     waiting: int = 0  # grain queries still out
     dropped: bool = False  # refused as too big: split, answers ignored
     parts: list = field(default_factory=list)
+    points: "_Points | None" = None  # its series, numbered apart from every other chunk's
 
 
 class _Points:
-    """Answers of the grain queries, aligned chunk by chunk as they arrive on the points of
-    the `samples` query: per point held, one key (series id, grain step) and one value per
-    query. Converting and aligning on arrival lets a chunk's JSON go at once and keeps a
-    point at 8 bytes per query."""
+    """The series of one chunk's answers (numbered as they come, labels kept) and each
+    answer's points as arrays: per point one key (series id, grain step) and one value.
+    Converting on arrival lets an answer's JSON go at once and keeps a point at 16 bytes;
+    one per chunk, so the labels of a month's series (some 5 a GPU a day) are never held
+    together."""
 
     def __init__(self, names: list[str], start: int, end: int, grain: int):
         self.names = [n for n in names if n != "samples"]
@@ -802,13 +802,15 @@ class _Spill:
         return tuple(np.concatenate(column) for column in zip(*parts))
 
     def stage(self, con: duckdb.DuckDBPyConnection) -> int:
-        """`incoming_gpu_usage` of `con` from the files, in the raw table's order (chunks in
-        time order, each file in order; DuckDB keeps a scan's order). Returns its row count."""
+        """`incoming_gpu_usage` of `con`: a view of the files, in the raw table's order (chunks
+        in time order, each file in order; DuckDB keeps a scan's order). A view, not a table:
+        the checks and the insert stream the rows from the files, so a month of a large fleet
+        never sits in memory whole. Returns its row count."""
         files = [literal(str(path)) for _, path in sorted(self.files)]
         source = f"read_parquet([{', '.join(files)}])" if files else "(SELECT * FROM gpu_usage LIMIT 0)"
         types = con.execute("SELECT column_name, column_type FROM (DESCRIBE gpu_usage)").fetchall()
         select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_gpu_usage AS SELECT {select} FROM {source}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW incoming_gpu_usage AS SELECT {select} FROM {source}")
         return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
 
 

@@ -226,8 +226,9 @@ def replace_window(
         con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
     jobs = con.execute("SELECT count(*) FROM incoming_jobs").fetchone()[0] if "jobs" in staged else 0
     con.execute(f"INSERT INTO loads VALUES (now(), {literal(source)}, {literal(start)}, {literal(end)}, {rows})")
-    for table in staged:
-        con.execute(f"DROP TABLE incoming_{table}")
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+    for table in staged:  # an ingest stages its usage rows as a view of its scratch files
+        con.execute(f"DROP {'VIEW' if f'incoming_{table}' in views else 'TABLE'} incoming_{table}")
     return LoadResult(rows, jobs, start, end)
 
 
