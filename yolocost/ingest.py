@@ -171,8 +171,11 @@ class _Fetcher:
         )
         self.say(f"{info.name} at {self.where}: reading series of the window")
         util_metrics = _UTIL_METRICS[cfg.utilization]
-        found = self._series([*util_metrics, promql.FB_USED, promql.POWER, promql.ENERGY, promql.POD_LABELS,
-                              promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
+        # the other dcgm metrics only need to be there: their names, not their series' label sets
+        needed = (promql.FB_USED, promql.POWER, promql.ENERGY)
+        self.requests += 1
+        present = set(self.client.metric_names(self.queries.any_of(needed), start, end))
+        found = self._series([*util_metrics, promql.POD_LABELS, promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
         util_series = [s for m in util_metrics for s in found[m]]
         self.gpus = len({s.get("UUID", "") for s in util_series})
         has_prof = bool(found.get(promql.UTIL_PROF))
@@ -186,8 +189,8 @@ class _Fetcher:
                 f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} carry no UUID label, which "
                 "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, Hostname)"
             )
-        for metric in (promql.FB_USED, promql.POWER, promql.ENERGY):
-            if not found[metric]:
+        for metric in needed:
+            if metric not in present:
                 raise DataError(
                     f"Prometheus at {self.where} holds GPU utilization but no {metric} series{self._matching()} "
                     f"between {coverage.at_epoch(start)} and {coverage.at_epoch(end)}; "
@@ -211,6 +214,7 @@ class _Fetcher:
         self.say(f"{self.where}: {facts.describe()}")
         self.queries = replace(self.queries, left_open=facts.left_open)
         spill.probed = {gpu.gpu_uuid for gpu in map(gpu_of, facts.series) if gpu is not None}
+        del found, util_series, job_info  # the window's label sets: not needed from here on
         self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
                                                                                             attribution)))
         probe.requests = 0

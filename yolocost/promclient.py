@@ -110,6 +110,15 @@ class PrometheusClient:
                 raise self.malformed(path, f"a label set is {_kind(labels)}, not an object of strings")
         return data
 
+    def metric_names(self, match: str, start: float, end: float) -> list[str]:
+        """Names of the metrics with series matching `match` in [start, end]: whether a metric
+        is there at all, without the label sets of its series (some 5 a GPU a day)."""
+        path = "/api/v1/label/__name__/values"  # GET only (Prometheus answers POST with 405)
+        data = self._call("GET", path, {"match[]": match, "start": _ts(start), "end": _ts(end)})
+        if not isinstance(data, list) or not all(isinstance(name, str) for name in data):
+            raise self.malformed(path, f"data is {_kind(data)}, not a list of names")
+        return data
+
     # ---- answer shapes
     def _result(self, path: str, data: Any, points: str) -> list[dict]:
         """`data.result` of a query answer, each series checked to be {"metric": {...}, points: [...]}

@@ -200,6 +200,10 @@ class GrainQueries:
     def selector_for(self, metric: str) -> str:
         return self._sel(metric)
 
+    def any_of(self, metrics: tuple[str, ...]) -> str:
+        """The series of any of `metrics` (and the configured matchers), for the names API."""
+        return "{" + ", ".join(m for m in (f'__name__=~"{"|".join(map(re.escape, metrics))}"', self.selector) if m) + "}"
+
     def last_values(self, metric: str, seconds: int, by: tuple[str, ...]) -> str:
         """Last value per `by` labels within a step: training progress is sparse, gauges by epoch.
         Aggregating by the labels that identify a value drops the scrape's own labels (less to
