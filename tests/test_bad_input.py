@@ -741,6 +741,7 @@ ELSEWHERE = [
           ("label value not a string", 'series API [{"UUID": 7}]', "a label set is an object, not an object of strings"),
           ("series API answers an object", '{"status":"success","data":{"a":1}}',
            "data is an object, not a list of label sets"),
+          ("metric names API answers numbers", '{"status":"success","data":[1]}', "not a list of names"),
           ("point not a pair", '"values": [[1]]', 'a point is not a [time, "value"] pair'),
           ("point time not a number", '"values": [["x", "1"]]', 'a point is not a [time, "value"] pair'),
           ("point off the query's steps", '"values": [[1.0, "1"]]', "on the query's steps"),

@@ -82,6 +82,7 @@ def _subquery_answer(promql: str, at: float) -> float:
 
 
 RANGE, INSTANT, SERIES = "/api/v1/query_range", "/api/v1/query", "/api/v1/series"
+NAMES = "/api/v1/label/__name__/values"
 SERIES_OF = {"metric": {"UUID": "GPU-aaa"}}
 CASES = {
     # (endpoint, query text, answer): what the error line must say
@@ -101,6 +102,7 @@ CASES = {
                        [f"wrong shape to {SERIES}", "a label set is an object, not an object of strings"]),
     "series-an-object": ((SERIES, "", _json({"a": 1})),
                          [f"wrong shape to {SERIES}", "data is an object, not a list of label sets"]),
+    "names-not-strings": ((NAMES, "", _json([1])), [f"wrong shape to {NAMES}", "data is a list, not a list of names"]),
     "point-not-a-pair": ((RANGE, "", _json({"resultType": "matrix", "result": [{**SERIES_OF, "values": [[1]]}]})),
                          [f"wrong shape to {RANGE}", 'a point is not a [time, "value"] pair']),
     "point-not-a-number": ((RANGE, "", _json({"resultType": "matrix",
