@@ -18,6 +18,7 @@ import copy
 import datetime as dt
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -374,3 +375,17 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
     for needle in needles:
         assert needle in errors[0], f"{needle!r} not in {errors[0]!r}"
     return errors[0]
+
+
+# the start of a `python -c` script that runs the real CLI where importing the bench extra
+# (torch, torchvision, ultralytics, pynvml) fails, as on a core install; `main()` follows
+CLI_WITHOUT_BENCH = textwrap.dedent("""
+    import sys
+    class NoBench:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("torch", "torchvision", "ultralytics", "pynvml"):
+                raise ImportError(f"No module named {name!r}")
+    sys.meta_path.insert(0, NoBench())
+    from yolocost.cli import main
+    sys.argv = ["yolocost", *sys.argv[1:]]
+""")

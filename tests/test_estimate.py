@@ -9,12 +9,11 @@ import json
 import math
 import subprocess
 import sys
-import textwrap
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import assert_one_line_error, epoch_rows, job_row, result_row, usage_run, yolocost
+from builders import CLI_WITHOUT_BENCH, assert_one_line_error, epoch_rows, job_row, result_row, usage_run, yolocost
 
 from yolocost import db, estimate as est
 from yolocost.resources import shipped_dir
@@ -285,17 +284,7 @@ def test_a_missing_database_is_one_line(tmp_path):
 
 # the real CLI in a Python that cannot import torch or Ultralytics: a bench run that passes the
 # cost check ends at "needs the bench extra"; one that is refused never gets that far
-NO_TORCH = textwrap.dedent("""
-    import sys
-    class NoBench:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("torch", "torchvision", "ultralytics", "pynvml"):
-                raise ImportError(f"No module named {name!r}")
-    sys.meta_path.insert(0, NoBench())
-    from yolocost.cli import main
-    sys.argv = ["yolocost", *sys.argv[1:]]
-    main()
-""")
+NO_TORCH = CLI_WITHOUT_BENCH + "main()\n"
 
 
 def _bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:

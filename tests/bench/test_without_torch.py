@@ -10,16 +10,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from builders import CLI_WITHOUT_BENCH
 
-BLOCK = textwrap.dedent("""
-    import sys
-    class NoBench:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("torch", "torchvision", "ultralytics", "pynvml"):
-                raise ImportError(f"No module named {name!r}")
-    sys.meta_path.insert(0, NoBench())
-    from yolocost.cli import main
-    sys.argv = ["yolocost", *sys.argv[1:]]
+BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
     try:
         main()
     finally:
