@@ -325,8 +325,9 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     con.execute(f"INSERT INTO settings ({', '.join(SETTINGS_COLUMNS)}) VALUES {values([settings_row(config)])}")
     # values as literals, not parameters: see sqltext
     con.execute("DELETE FROM prices")
-    if price_rows(config):
-        con.execute(f"INSERT INTO prices VALUES {values(price_rows(config))}")
+    prices = price_rows(config)
+    if prices:
+        con.execute(f"INSERT INTO prices VALUES {values(prices)}")
     con.execute("DELETE FROM energy_prices")
     if config.energy_prices:
         con.execute(f"INSERT INTO energy_prices VALUES {values(energy_price_rows(config))}")

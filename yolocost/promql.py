@@ -202,7 +202,7 @@ class GrainQueries:
 
     def any_of(self, metrics: tuple[str, ...]) -> str:
         """The series of any of `metrics` (and the configured matchers), for the names API."""
-        return "{" + ", ".join(m for m in (f'__name__=~"{"|".join(map(re.escape, metrics))}"', self.selector) if m) + "}"
+        return self._sel("", f'__name__=~"{_quote("|".join(map(re.escape, metrics)))}"')
 
     def last_values(self, metric: str, seconds: int, by: tuple[str, ...]) -> str:
         """Last value per `by` labels within a step: training progress is sparse, gauges by epoch.
