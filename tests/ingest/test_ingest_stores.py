@@ -102,11 +102,13 @@ def test_prometheus_2_measured_closed(yc, tmp_path, h, prom):
 
 
 def test_no_samples_to_measure_on_is_said(yc, tmp_path, h, vm):
-    """A window after the data hour: VictoriaMetrics' series API still lists the hour's series
-    (it answers per day), but none holds a sample there. The probe says so in one line, and
-    the subquery's answer (left-open) stands in."""
+    """An hour next to the data hour on the same UTC day: VictoriaMetrics' series API still
+    lists the hour's series (it answers per day), but none holds a sample there. The probe
+    says so in one line, and the subquery's answer (left-open) stands in."""
     start = h.DATA_START + dt.timedelta(hours=1)
-    result = yc.ingest(yc.config(vm.url), tmp_path / "late.duckdb", start=start)
+    if start.date() != h.DATA_START.date():  # the data hour ends its day: take the hour before it
+        start = h.DATA_START - dt.timedelta(hours=1)
+    result = yc.ingest(yc.config(vm.url), tmp_path / "late.duckdb", start=start, end=start + dt.timedelta(hours=1))
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "could not measure" in line]
     assert lines == [f"yolocost: could not measure how {vm.url} bounds ranges: none of the probed GPU series "
