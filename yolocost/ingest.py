@@ -41,7 +41,6 @@ Progress = Callable[[str], None]
 UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
-RAW_SAMPLES = 250_000  # raw energy samples per request, about (see _Fetcher._energy_pieces)
 TRAINING_SLACK = 3600  # progress series are read this long past the window end
 # dcgm utilization metrics read per [ingest] utilization, in order of preference for the message
 _UTIL_METRICS = {"dev": (promql.UTIL_DEV,), "prof": (promql.UTIL_PROF,), "auto": (promql.UTIL_DEV, promql.UTIL_PROF)}
@@ -239,7 +238,9 @@ class _Fetcher:
                       keep: Callable[["_Points", tuple], None]) -> None:
         """Every grain query for every chunk. GPUs that need the attribution join (job-info,
         MIG, more than one series at a sample) get `grain_queries`; all others the cheap
-        per-series `plain_queries`. Both answer in the same shape, one point per series.
+        per-series `plain_queries`. Both answer in the same shape, one point per series. The
+        plain GPUs' energy comes last: once their samples and counter values are in
+        (`telescope`), raw samples are asked for the grains those do not settle.
 
         Pipelined: every chunk's planning query is queued at once and a chunk's grain queries
         are queued as soon as its plan is back, so the server always has `concurrency`
@@ -253,41 +254,52 @@ class _Fetcher:
         grain = self.config.grain_seconds
         total, done = end - start, 0
         names = list(self.queries.grain_queries())
-        running: dict = {}  # future -> (chunk, query name or None for the plan)
-        backlog: deque = deque()  # (chunk, name, function, arguments) not sent yet
+        # kind: "plan", "plain" (a plain query), "part" (a joined one), "raw" (energy samples)
+        running: dict = {}  # future -> (chunk, query name, kind)
+        backlog: deque = deque()  # (chunk, name, kind, function, arguments) not sent yet
         limit = self.config.prometheus.concurrency + 2
 
-        def send(chunk: _Chunk, name, fn, *args) -> None:
+        def send(chunk: _Chunk, name, kind: str, fn, *args) -> None:
             self.requests += 1
-            backlog.append((chunk, name, fn, args))
+            backlog.append((chunk, name, kind, fn, args))
 
         def fill() -> None:
             while backlog and len(running) < limit:
-                chunk, name, fn, args = backlog.popleft()
+                chunk, name, kind, fn, args = backlog.popleft()
                 if not chunk.dropped:
-                    running[pool.submit(fn, *args)] = (chunk, name)
+                    running[pool.submit(fn, *args)] = (chunk, name, kind)
 
         def plan(chunk: _Chunk) -> None:
             chunk.points = _Points(names, chunk.start, chunk.end, grain)
-            send(chunk, None, self.client.query, self.queries.special_gpus(chunk.end - chunk.start), chunk.end)
+            send(chunk, None, "plan", self.client.query, self.queries.special_gpus(chunk.end - chunk.start),
+                 chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {r["metric"].get("UUID", "") for r in plan_answer}
             special = sorted((always_special | shared) - {""})
-            plain = self.queries.only(special, keep=False)
-            queries = list(plain.plain_queries().items())
+            chunk.plain = self.queries.only(special, keep=False)
+            queries = [(name, "plain", q) for name, q in chunk.plain.plain_queries().items()]
             if special:
-                queries += list(self.queries.only(special, keep=True).grain_queries().items())
-            pieces = self._energy_pieces(chunk.start, chunk.end)
-            chunk.waiting = len(queries) + len(pieces)
-            for name, q in queries:
-                send(chunk, name, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
-            for a, b in pieces:  # the plain GPUs' energy counter, raw: differenced here
-                send(chunk, (a, b), self.client.query, plain.energy_samples(b - a), b)
+                queries += [(name, "part", q) for name, q in self.queries.only(special, keep=True).grain_queries().items()]
+            chunk.waiting = len(queries)
+            for name, kind, q in queries:
+                send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
+
+        def telescope(chunk: _Chunk) -> None:
+            """The plain GPUs' energy once their samples and counter values are in: differenced
+            where a grain allows it, raw samples asked for the rest (a request per grain)."""
+            keys, values, raw = _telescoped_energy(chunk.points, chunk.plain_samples, chunk.energy_last,
+                                                   self.config.prometheus.scrape_interval_seconds)
+            chunk.parts.append(("energy", (keys, values)))
+            chunk.plain_samples = chunk.energy_last = None
+            chunk.waiting += len(raw)
+            for b, uuids in raw:
+                fewer = chunk.plain.only(sorted(uuids), keep=True) if len(uuids) < self.gpus // 4 else chunk.plain
+                send(chunk, (b - grain, b, uuids), "raw", self.client.query, fewer.energy_samples(grain), b)
 
         def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
             chunk.dropped = True
-            for fut, (c, _) in running.items():
+            for fut, (c, _, _) in running.items():
                 if c is chunk:
                     fut.cancel()
             if chunk.end - chunk.start <= grain:
@@ -310,7 +322,7 @@ class _Fetcher:
             while running:
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    chunk, name = running.pop(fut)
+                    chunk, name, kind = running.pop(fut)
                     if chunk.dropped:  # (its cancelled futures among them)
                         continue
                     try:
@@ -318,13 +330,19 @@ class _Fetcher:
                     except QueryTooBig as too_big:
                         split(chunk, too_big)
                         continue
-                    if name is None:
+                    if kind == "plan":
                         queue(chunk, answer)
                         continue
-                    if isinstance(name, tuple):
+                    if kind == "raw":
                         chunk.parts.append(("energy", self._energy_arrays(chunk.points, answer, *name)))
+                    elif name == "energy_last":
+                        chunk.energy_last = self._arrays(chunk.points, answer)
                     else:
                         chunk.parts.append((name, self._arrays(chunk.points, answer)))
+                        if kind == "plain" and name == "samples":
+                            chunk.plain_samples = chunk.parts[-1][1]
+                    if chunk.plain_samples is not None and chunk.energy_last is not None:
+                        telescope(chunk)
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
                         columns = chunk.points.keep_chunk(chunk.parts)
@@ -339,19 +357,13 @@ class _Fetcher:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _energy_pieces(self, start: int, end: int) -> list[tuple[int, int]]:
-        """(start, end] pieces of a chunk for the raw energy samples, whole grains each, about
-        RAW_SAMPLES samples per request at the window's number of GPUs: a request's JSON,
-        decoded, takes some 150 bytes per sample."""
-        grain, scrape = self.config.grain_seconds, self.config.prometheus.scrape_interval_seconds
-        size = max(grain, RAW_SAMPLES * scrape // max(1, self.gpus) // grain * grain)
-        return [(a, min(a + size, end)) for a in range(start, end, size)]
-
-    def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int
+    def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int, uuids: set[str]
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """`_energy_points` of one piece's raw samples; a point that is not a [time, "value"]
-        pair stops the ingest, naming the server (as `_arrays`)."""
+        """`_energy_points` of the raw samples of (start, end] of the GPUs `uuids` (an answer
+        may hold more); a point that is not a [time, "value"] pair stops the ingest, naming
+        the server (as `_arrays`)."""
         try:
+            answer = [s for s in answer if s["metric"].get("UUID", "") in uuids]
             return _energy_points(points, answer, start, end, self.config.prometheus.scrape_interval_seconds)
         except (TypeError, ValueError, IndexError, KeyError):
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
@@ -463,6 +475,9 @@ class _Chunk:
     dropped: bool = False  # refused as too big: split, answers ignored
     parts: list = field(default_factory=list)
     points: "_Points | None" = None  # its series, numbered apart from every other chunk's
+    plain: "promql.GrainQueries | None" = None  # the queries of its GPUs with one series at a time
+    plain_samples: "tuple[np.ndarray, np.ndarray] | None" = None  # their samples, until telescoped
+    energy_last: "tuple[np.ndarray, np.ndarray] | None" = None  # their counters' last values, the same
 
 
 class _Points:
@@ -581,6 +596,54 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     grain_step = (start - points.start) // grain + (pk[ok] * scrape - 1) // grain
     keys, where = np.unique(sid[ps[ok]] * points.steps + grain_step, return_inverse=True)
     return keys, np.bincount(where, d[ok], len(keys))
+
+
+def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray],
+                       last: tuple[np.ndarray, np.ndarray], scrape: int
+                       ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, set[str]]]]:
+    """The plain GPUs' energy per series x grain step where the counter's deltas telescope, and
+    the grains (end, GPUs) left for raw samples (`_energy_points`).
+
+    Summed over a grain, `_energy_points`' deltas of a GPU come to its counter's last value in
+    the grain minus its last value in the grain before when, through the LOOKBACK before the
+    grain and the grain itself, the GPU has one series, holding a utilization sample in every
+    scrape interval (`samples` = grain / scrape; its energy samples come with them, one
+    scrape), and the counter neither resets nor misses a sample there (`last`, the
+    `energy_last` values, is only given for such grains): every step then has a value within
+    LOOKBACK and every delta goes to that series. A chunk's first grains lack the grains before
+    them here, so they always go raw. `samples` and `last` are `_Points.arrays` answers."""
+    grain, steps = points.grain, points.steps
+    full, back = grain // scrape, -(-promql.LOOKBACK // grain)  # grains before that LOOKBACK reaches
+    key, count = samples
+    uuids: dict[str, int] = {}
+    gpu_of_sid = np.array([uuids.setdefault(labels.get("UUID", ""), len(uuids)) for labels in points.labels],
+                          np.int64)
+    sid, step = key // steps, key % steps
+    cell = gpu_of_sid[sid] * steps + step
+    held = np.bincount(cell, minlength=len(uuids) * steps).reshape(len(uuids), steps)
+    lone = np.full(held.size, -1, np.int64)
+    lone[cell] = sid
+    lone = lone.reshape(held.shape)
+    whole = np.zeros(held.size, bool)
+    whole[cell] = count == full
+    whole = whole.reshape(held.shape) & (held == 1)
+    fast = np.zeros(held.shape, bool)
+    fast[:, back:] = whole[:, back:]
+    for d in range(1, back + 1):
+        fast[:, back:] &= whole[:, back - d:steps - d] & (lone[:, back - d:steps - d] == lone[:, back:])
+    g, j = np.nonzero(fast)
+    series = lone[g, j]
+    now = _aligned(series * steps + j, *last)
+    before = _aligned(series * steps + j - 1, *last)
+    ok = now >= before  # both there (NaN compares false), and no drop between them
+    fast[g[~ok], j[~ok]] = False
+    raw_g, raw_j = np.nonzero((held > 0) & ~fast)
+    names = list(uuids)
+    raw: dict[int, set[str]] = {}
+    for gpu, at in zip(raw_g.tolist(), raw_j.tolist()):
+        raw.setdefault(at, set()).add(names[gpu])
+    ends = [(points.start + (at + 1) * grain, raw[at]) for at in sorted(raw)]
+    return series[ok] * steps + j[ok], (now - before)[ok], ends
 
 
 def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:

@@ -2,9 +2,10 @@
 
 Every grain query is evaluated by `query_range` at the END of each grain interval (step =
 grain) and aggregates the interval's samples server-side, so only grain-level points cross
-the wire; the one exception is the energy counter of GPUs with one series at a time, read
-raw (`energy_samples`) and differenced by the ingest, which costs the server far less than
-the per-step deltas. The building blocks:
+the wire; the one exception is the energy counter of GPUs with one series at a time: its
+last value per grain (`energy_last`) is differenced by the ingest, and only the grains that
+cannot be settled so (an owner change, a gap, a reset) are read raw (`energy_samples`), which
+costs the server far less than the per-step deltas. The building blocks:
 
 * `fresh(M)`: the sample of M in the `scrape_interval` before a subquery step, shifted by
   1 ms. With subquery steps on multiples of the scrape interval, every raw sample is seen by
@@ -178,17 +179,30 @@ class GrainQueries:
             "util": f"sum_over_time({self._sub(u)})",
             "mem_peak": f"max_over_time({self._sub(self._fresh(FB_USED))})",
             "power": f"sum_over_time({self._sub(self._fresh(POWER))})",
-            # energy: no query here; the counter's raw samples (`energy_samples`) are differenced
-            # by the ingest, which costs the server a fifth of the per-step deltas in PromQL
+            # energy: no per-step deltas here (they cost the server the most of all). Summed over
+            # a grain, a counter's deltas come to its last value minus the last value of the
+            # grain before, wherever nothing interrupts them: this query gives that last value
+            # for such grains only, and the ingest differences them; the rest of the grains it
+            # computes from raw samples (`energy_samples`, ingest.py `_telescoped_energy`)
+            "energy_last": self._energy_last(),
         }
+
+    def _energy_last(self) -> str:
+        """The energy counter's last value per series in each grain where the series has a
+        sample in every scrape interval and no reset (the step from the grain before's last
+        sample included)."""
+        e, n = self._sel(ENERGY), self.grain // self.scrape
+        within = f"[{self._range(self.grain)}] offset 1ms"
+        last, count = f"last_over_time({e}{within})", f"count_over_time({e}{within})"
+        resets = f"resets({e}[{self._range(self.grain + self.scrape)}] offset 1ms)"
+        return f"(({last}) and ({count} == {n})) unless ({resets} > 0)"
 
     def energy_samples(self, seconds: int) -> str:
         """The energy counter's raw samples of the `seconds` + LOOKBACK before a time (less 1 ms,
         as `fresh`): what the plain path's energy is computed from, client-side, exactly as
         `_energy_delta` defines it (each step's last value within LOOKBACK, per GPU the max
         over its series; a drop is a reset) and given to the series present at that step
-        (see ingest.py `_energy_points`). Reading the samples costs the server about a fifth
-        of evaluating those deltas at every subquery step (BENCHMARKS.md)."""
+        (see ingest.py `_energy_points`), for the grains `energy_last` does not settle."""
         return f"{self._sel(ENERGY)}[{self._range(seconds + LOOKBACK)}] offset 1ms"
 
     def special_gpus(self, seconds: int) -> str:

@@ -1,4 +1,6 @@
-"""The plain path's energy, computed from the counter's raw samples (`ingest._energy_points`).
+"""The plain path's energy: from the counter's raw samples (`ingest._energy_points`), and
+telescoped from its last value per grain where nothing interrupts the deltas
+(`ingest._telescoped_energy`, checked against the raw computation).
 
 Hand-made samples on a 30 s scrape, 300 s grains, each sample 1 s after a scrape step's start
 (so sample j belongs to the step ending 30 (j + 1) s after the window start). Expected figures
@@ -10,7 +12,11 @@ that sample.
 
 from __future__ import annotations
 
-from yolocost.ingest import _energy_points, _Points
+import random
+
+import pytest
+
+from yolocost.ingest import _energy_points, _Points, _telescoped_energy
 
 S = 1_790_812_800  # a UTC midnight
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
@@ -57,3 +63,103 @@ def test_gpus_are_differenced_apart():
     got = _energy([_series("GPU-5", "f", {j: 100 * j for j in range(-10, 20)}),
                    _series("GPU-6", "g", {j: 10**12 + 7 * j for j in range(-10, 20)})])
     assert got == {("f", 0): 1000.0, ("f", 1): 1000.0, ("g", 0): 70.0, ("g", 1): 70.0}
+
+
+# ---- the telescoped path (`ingest._telescoped_energy`): a grain's deltas summed as last minus last
+
+GRAIN, SCRAPE = 300, 30
+
+
+def _served(series: list[dict], grains: int, grain: int) -> tuple[list[dict], list[dict]]:
+    """What the server answers for a chunk of `grains` grains from raw samples: the plain
+    `samples` query (scrape intervals with a sample, per series x grain) and `energy_last` (the
+    last value where the grain has a sample per scrape interval and no drop from the grain
+    before's last sample on), both as query_range answers at the grain ends."""
+    samples, last = [], []
+    for s in series:
+        points = sorted((float(t), float(v)) for t, v in s["values"])
+        held, lasts = [], []
+        for g in range(grains):
+            lo, hi = S + g * grain, S + (g + 1) * grain
+            inside = [(t, v) for t, v in points if lo <= t < hi]
+            slots = {int(t - S) // SCRAPE for t, _ in inside}
+            if inside:
+                held.append([hi, str(len(slots))])
+            since = [v for t, v in points if lo - SCRAPE <= t < hi]
+            if len(inside) == grain // SCRAPE and all(b >= a for a, b in zip(since, since[1:])):
+                lasts.append([hi, str(inside[-1][1])])
+        labels = {k: v for k, v in s["metric"].items() if k != "__name__"}
+        samples.append({"metric": labels, "values": held})
+        last.append({"metric": labels, "values": lasts})
+    return samples, last
+
+
+def _both_ways(series: list[dict], grains: int, grain: int = GRAIN) -> tuple[dict, dict, list]:
+    """(telescoped + raw for the rest, raw for the whole chunk, the raw requests) per (pod, grain)."""
+    end = S + grains * grain
+    points = _Points(["samples", "energy"], S, end, grain)
+    samples, last = _served(series, grains, grain)
+    keys, values, raw = _telescoped_energy(points, points.arrays(samples), points.arrays(last), SCRAPE)
+    got = dict(zip(keys.tolist(), values.tolist()))
+    for b, uuids in raw:
+        window = [{"metric": s["metric"], "values": [v for v in s["values"] if b - grain - 300 <= v[0] < b]}
+                  for s in series if s["metric"]["UUID"] in uuids]
+        k, v = _energy_points(points, window, b - grain, b, SCRAPE)
+        assert not set(k.tolist()) & set(got), "a grain computed both ways"
+        got.update(zip(k.tolist(), v.tolist()))
+    k, v = _energy_points(points, series, S, end, SCRAPE)
+    whole = dict(zip(k.tolist(), v.tolist()))
+    named = lambda d: {(points.labels[k // points.steps]["pod"], k % points.steps): x for k, x in d.items()}  # noqa: E731
+    return named(got), named(whole), raw
+
+
+def test_a_steady_counter_is_telescoped_after_the_chunks_first_grain():
+    counter = {j: 1000 + 100 * j for j in range(-10, 30)}
+    got, whole, raw = _both_ways([_series("GPU-1", "a", counter)], 3)
+    assert got == whole == {("a", 0): 1000.0, ("a", 1): 1000.0, ("a", 2): 1000.0}
+    assert raw == [(S + GRAIN, {"GPU-1"})]  # only the first grain: the grain before is not in the chunk
+
+
+def test_an_owner_change_sends_its_grain_and_the_next_to_raw_samples():
+    counter = {j: 10_000 + 100 * j for j in range(-10, 40)}
+    got, whole, raw = _both_ways([_series("GPU-4", "d", {j: v for j, v in counter.items() if j <= 14}),
+                                  _series("GPU-4", "e", {j: v for j, v in counter.items() if j >= 15})], 4)
+    assert got == whole == {("d", 0): 1000.0, ("d", 1): 500.0, ("e", 1): 500.0, ("e", 2): 1000.0,
+                            ("e", 3): 1000.0}
+    assert [b for b, _ in raw] == [S + GRAIN, S + 2 * GRAIN, S + 3 * GRAIN]  # grain 3 telescoped
+
+
+def test_a_reset_a_missed_scrape_and_a_long_gap_go_to_raw_samples():
+    reset = {j: 5000 + 100 * j for j in range(-10, 15)} | {j: 7 + 100 * (j - 15) for j in range(15, 50)}
+    missed = {j: 100 * j for j in range(-10, 50) if j != 23}
+    gap = {j: 100 * j for j in range(-10, 50) if not 31 <= j <= 41}
+    got, whole, raw = _both_ways([_series("GPU-2", "r", reset), _series("GPU-3", "m", missed),
+                                  _series("GPU-5", "g", gap)], 5)
+    assert got == whole
+    assert got[("r", 1)] == 4 * 100 + 7 + 5 * 100 and got[("m", 2)] == 1000.0  # by the rule, from raw samples
+    assert got[("g", 3)] == 100.0 and got[("g", 4)] == 700.0  # none for the first sample 5+ minutes after the last
+    # grain 0: the chunk's first; the reset (grain 1) and the missed scrape (grain 2) send their grain
+    # and the next; the gap holds grains 3 and 4
+    assert raw == [(S + GRAIN, {"GPU-2", "GPU-3", "GPU-5"}), (S + 2 * GRAIN, {"GPU-2"}),
+                   (S + 3 * GRAIN, {"GPU-2", "GPU-3"}), (S + 4 * GRAIN, {"GPU-3", "GPU-5"}),
+                   (S + 5 * GRAIN, {"GPU-5"})]
+
+
+@pytest.mark.parametrize("grain", [60, 300, 900])
+def test_random_counters_telescope_to_what_raw_samples_give(grain):
+    # grains shorter than the 5-minute lookback need every grain it reaches settled alike
+    rng = random.Random(7)
+    for round_ in range(40):
+        series = []
+        for n in range(4):
+            value, samples, pod = rng.randrange(10**9), {}, 0
+            for j in range(-10, 120):
+                if rng.random() < 0.03:
+                    pod += 1  # owner change
+                if rng.random() < 0.05:
+                    continue  # missed scrape
+                value = rng.randrange(100) if rng.random() < 0.01 else value + rng.randrange(1, 5000)
+                samples.setdefault(pod, {})[j] = value
+            series += [_series(f"GPU-{n}", f"{n}-{p}", v) for p, v in samples.items()]
+        got, whole, _ = _both_ways(series, 120 * SCRAPE // grain, grain)
+        assert got == whole, round_
