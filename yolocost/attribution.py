@@ -101,30 +101,78 @@ def _int(value: str | None) -> int | None:
     return int(value) if value and value.isascii() and value.isdigit() and int(value) < 2**31 else None
 
 
+JOB_INFO_KEYS = ("job_id", "image_digest", "gpu_request", "epochs", "imgsz", "batch")  # read as named
+DIMENSIONS = ("project", "user", "model_type", "image_tag")  # read under the configured [labels] names
+CONTAINER_KEYS = ("image", "image_id")
+
+
+def rank(labels: dict[str, str]) -> str:
+    """The label set's place in the order of `sorted(labels.items())` (Prometheus' own order of
+    series), as one string that compares the same way but costs a byte or so a character:
+    every name and value escaped (NUL as NUL 1) and ended by NUL NUL."""
+    return "".join(part.replace("\0", "\0\1") + "\0\0" for item in sorted(labels.items()) for part in item)
+
+
 @dataclass
 class Attribution:
-    """Owner resolution for one ingest, from the label sets of the window."""
+    """Owner resolution for one ingest, from the label sets of the window.
+
+    The label sets may come in parts (the ingest reads them a chunk of the window at a time)
+    and in any order: where series disagree, the greatest label set wins (`rank`), as if the
+    window's series had come at once in sorted order. Only the labels the owner lookup reads
+    are kept, so a month of pods costs little; `seal` drops the ranks once every part is in."""
 
     labels: Labels
     exported_jobs: frozenset[str] = frozenset()
-    pod_labels: dict[Pod, dict[str, str]] = field(default_factory=dict)
-    containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)
-    job_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    pod_labels: dict[Pod, dict[str, str]] = field(default_factory=dict)  # label_<key> of the [labels] keys
+    containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)  # image, image_id
+    job_info: dict[str, dict[str, str]] = field(default_factory=dict)  # JOB_INFO_KEYS and the dimensions
     jobs: dict[str, JobLabels] = field(default_factory=dict)
+    _ranks: dict[tuple, dict[str, str]] = field(default_factory=dict, repr=False)  # entry -> label -> rank
+
+    def __post_init__(self) -> None:
+        keys = [self._key(name) for name in ("job_id", *DIMENSIONS)]
+        self._pod_keys = tuple(f"label_{sanitize(k)}" for k in keys if k)
+        self._job_info_keys = (*JOB_INFO_KEYS, *(sanitize(self._key(name)) for name in DIMENSIONS))
 
     def add_pod_labels(self, series: list[dict[str, str]]) -> None:
+        """kube_pod_labels series: each pod's labels of the [labels] keys, merged over its series."""
         for s in series:
-            self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}).update(s)
+            kept = [k for k in self._pod_keys if k in s]
+            if kept:  # a pod without any reads as an unknown one
+                pod = (s.get("namespace", ""), s.get("pod", ""))
+                self._merge(("pod", pod), self.pod_labels.setdefault(pod, {}), s, kept)
 
     def add_container_info(self, series: list[dict[str, str]]) -> None:
+        """kube_pod_container_info series: each container's image labels, from its greatest series."""
         for s in series:
-            pod = (s.get("namespace", ""), s.get("pod", ""))
-            self.containers.setdefault(pod, {})[s.get("container", "")] = s
+            pod, container = (s.get("namespace", ""), s.get("pod", "")), s.get("container", "")
+            ranks = self._ranks.setdefault(("container", pod, container), {})
+            order = rank(s)
+            if order >= ranks.get("", ""):
+                ranks[""] = order
+                self.containers.setdefault(pod, {})[container] = {k: s[k] for k in CONTAINER_KEYS if k in s}
 
     def add_job_info(self, series: list[dict[str, str]]) -> None:
-        for s in sorted(series, key=lambda s: sorted(s.items())):
+        """yolocost_job_info series: each job's labels, merged over its series."""
+        for s in series:
             if s.get("job_id"):
-                self.job_info.setdefault(s["job_id"], {}).update(s)
+                kept = [k for k in self._job_info_keys if k in s]
+                self._merge(("job", s["job_id"]), self.job_info.setdefault(s["job_id"], {}), s, kept)
+
+    def _merge(self, entry: tuple, into: dict[str, str], series: dict[str, str], keys: list[str]) -> None:
+        """`into.update(series)` for `keys`, as if every series of the entry came in sorted order:
+        each label keeps the value of the greatest series holding it, whatever the order they come in."""
+        ranks = self._ranks.setdefault(entry, {})
+        order = rank(series)
+        for k in keys:
+            if order >= ranks.get(k, ""):
+                into[k], ranks[k] = series[k], order
+
+    def seal(self) -> None:
+        """Every label set is in: drop the ranks that merging them needed (each as long as a
+        whole label set); a part added later would merge as if it came last."""
+        self._ranks.clear()
 
     def owner(self, labels: dict[str, str]) -> str | None:
         """The job id holding the series' GPU, None when unallocated; records the job's labels."""
@@ -173,7 +221,7 @@ class Attribution:
         job.fill(project=label("project"), user_name=label("user"), model_type=label("model_type"))
         if not job.tag_known:
             infos = self.containers.get(pod, {})
-            info = infos.get(container) or (infos[min(infos)] if infos else None)
+            info = infos[container] if container in infos else (infos[min(infos)] if infos else None)
             tag = digest = None
             if info is not None:
                 tag, _ = parse_image(info.get("image", ""))
