@@ -106,21 +106,15 @@ DIMENSIONS = ("project", "user", "model_type", "image_tag")  # read under the co
 CONTAINER_KEYS = ("image", "image_id")
 
 
-def rank(labels: dict[str, str]) -> str:
-    """The label set's place in the order of `sorted(labels.items())` (Prometheus' own order of
-    series), as one string that compares the same way but costs a byte or so a character:
-    every name and value escaped (NUL as NUL 1) and ended by NUL NUL."""
-    return "".join(part.replace("\0", "\0\1") + "\0\0" for item in sorted(labels.items()) for part in item)
-
-
 @dataclass
 class Attribution:
     """Owner resolution for one ingest, from the label sets of the window.
 
     The label sets may come in parts (the ingest reads them a chunk of the window at a time)
-    and in any order: where series disagree, the greatest label set wins (`rank`), as if the
-    window's series had come at once in sorted order. Only the labels the owner lookup reads
-    are kept, so a month of pods costs little; `seal` drops the ranks once every part is in."""
+    and in any order. Where a pod's or job's series disagree on a label (relabelled while it
+    ran, two exporters), the greatest value is kept, and of a container's series the one with
+    the greatest image labels, so the order they come in changes nothing. Only the labels the
+    owner lookup reads are kept, so a month of pods costs little."""
 
     labels: Labels
     exported_jobs: frozenset[str] = frozenset()
@@ -128,7 +122,6 @@ class Attribution:
     containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)  # image, image_id
     job_info: dict[str, dict[str, str]] = field(default_factory=dict)  # JOB_INFO_KEYS and the dimensions
     jobs: dict[str, JobLabels] = field(default_factory=dict)
-    _ranks: dict[tuple, dict[str, str]] = field(default_factory=dict, repr=False)  # entry -> label -> rank
 
     def __post_init__(self) -> None:
         keys = [self._key(name) for name in ("job_id", *DIMENSIONS)]
@@ -140,39 +133,22 @@ class Attribution:
         for s in series:
             kept = [k for k in self._pod_keys if k in s]
             if kept:  # a pod without any reads as an unknown one
-                pod = (s.get("namespace", ""), s.get("pod", ""))
-                self._merge(("pod", pod), self.pod_labels.setdefault(pod, {}), s, kept)
+                _merge(self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}), s, kept)
 
     def add_container_info(self, series: list[dict[str, str]]) -> None:
-        """kube_pod_container_info series: each container's image labels, from its greatest series."""
+        """kube_pod_container_info series: each container's image labels."""
         for s in series:
             pod, container = (s.get("namespace", ""), s.get("pod", "")), s.get("container", "")
-            ranks = self._ranks.setdefault(("container", pod, container), {})
-            order = rank(s)
-            if order >= ranks.get("", ""):
-                ranks[""] = order
-                self.containers.setdefault(pod, {})[container] = {k: s[k] for k in CONTAINER_KEYS if k in s}
+            info = {k: s[k] for k in CONTAINER_KEYS if k in s}
+            infos = self.containers.setdefault(pod, {})
+            if container not in infos or sorted(info.items()) > sorted(infos[container].items()):
+                infos[container] = info
 
     def add_job_info(self, series: list[dict[str, str]]) -> None:
         """yolocost_job_info series: each job's labels, merged over its series."""
         for s in series:
             if s.get("job_id"):
-                kept = [k for k in self._job_info_keys if k in s]
-                self._merge(("job", s["job_id"]), self.job_info.setdefault(s["job_id"], {}), s, kept)
-
-    def _merge(self, entry: tuple, into: dict[str, str], series: dict[str, str], keys: list[str]) -> None:
-        """`into.update(series)` for `keys`, as if every series of the entry came in sorted order:
-        each label keeps the value of the greatest series holding it, whatever the order they come in."""
-        ranks = self._ranks.setdefault(entry, {})
-        order = rank(series)
-        for k in keys:
-            if order >= ranks.get(k, ""):
-                into[k], ranks[k] = series[k], order
-
-    def seal(self) -> None:
-        """Every label set is in: drop the ranks that merging them needed (each as long as a
-        whole label set); a part added later would merge as if it came last."""
-        self._ranks.clear()
+                _merge(self.job_info.setdefault(s["job_id"], {}), s, [k for k in self._job_info_keys if k in s])
 
     def owner(self, labels: dict[str, str]) -> str | None:
         """The job id holding the series' GPU, None when unallocated; records the job's labels."""
@@ -232,3 +208,10 @@ class Attribution:
                 job.image_digest = job.image_digest or digest
                 job.tag_known = True
         return job_id
+
+
+def _merge(into: dict[str, str], series: dict[str, str], keys: list[str]) -> None:
+    """`series`' values of `keys` into `into`, the greater value winning where both hold one."""
+    for k in keys:
+        if k not in into or series[k] > into[k]:
+            into[k] = series[k]

@@ -224,7 +224,6 @@ class _Fetcher:
             attribution.add_job_info(found[promql.JOB_INFO])
             del found
         attribution.exported_jobs = frozenset(seen.exported)
-        attribution.seal()
         return seen
 
     def run(self, start: int, end: int, spill: "_Spill") -> _Fetched:

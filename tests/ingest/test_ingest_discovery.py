@@ -100,32 +100,41 @@ class _Whole(Attribution):
                 self.job_info.setdefault(s["job_id"], {}).update(s)
 
 
-def _window(rng: random.Random) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
-    """Pods (some with two kube_pod_labels or container-info series that disagree, some with
-    none of the configured labels), job-info series (one job's two series disagreeing, a
-    label value holding NUL), and the dcgm label sets that name them."""
+def _window(rng: random.Random, agree: bool) -> tuple[list[dict], list[dict], list[dict], list[dict]]:
+    """Pods (some with two or three kube_pod_labels and container-info series, from as many
+    kube-state-metrics instances; some with none of the configured labels), job-info series
+    (two a job) and the dcgm label sets that name them. Unless `agree`, a pod's, container's or
+    job's series disagree on their labels (each draws its own)."""
     pods, containers, infos, dcgm = [], [], [], []
+
+    def draw(choices, memo: dict, key):
+        return memo.setdefault(key, rng.choice(choices)) if agree else rng.choice(choices)
+
+    memo: dict = {}
     for n in range(40):
         ns, pod = f"ns{n % 3}", f"pod-{n}"
         for ksm in range(1 + n % 3):  # a second and third kube-state-metrics instance
             labels = {"__name__": "kube_pod_labels", "namespace": ns, "pod": pod, "instance": f"ksm-{ksm}",
                       "uid": f"uid-{n}"}
             if n % 5:
-                labels |= {"label_team": rng.choice(["a", "b", ""]), "label_batch_kubernetes_io_job_name": f"job-{n}",
-                           "label_image_tag": rng.choice(["v1", "v2"])}
+                labels |= {"label_team": draw(["a", "b", ""], memo, ("team", n)),
+                           "label_batch_kubernetes_io_job_name": f"job-{n}",
+                           "label_image_tag": draw(["v1", "v2"], memo, ("tag", n))}
             labels = {k: v for k, v in labels.items() if v}
             pods.append(labels)
             for container in ("trainer", "sidecar")[: 1 + n % 2]:
-                image = f"reg/yolo:{rng.choice(['t1', 't2'])}" if rng.random() < 0.8 else "reg/yolo"
+                image = draw(["reg/yolo:t1", "reg/yolo:t2", "reg/yolo"], memo, ("image", n, container))
+                digest = draw("ab", memo, ("digest", n, container))
                 containers.append({"__name__": "kube_pod_container_info", "namespace": ns, "pod": pod,
                                    "container": container, "image": image, "instance": f"ksm-{ksm}",
-                                   "image_id": f"reg/yolo@sha256:{rng.choice('ab') * 64}"})
+                                   "image_id": f"reg/yolo@sha256:{digest * 64}"})
         dcgm.append({"UUID": f"GPU-{n}", "namespace": ns, "pod": pod, "container": rng.choice(["trainer", "other"])})
     for n in range(10):
         for copy in range(2):
             infos.append({"__name__": "yolocost_job_info", "job_id": f"slurm-{n}", "UUID": f"GPU-s{copy}",
-                          "team": rng.choice(["x", "y\0z", "y"]), "owner": "ann", "epochs": str(n + copy),
-                          "image_tag": rng.choice(["", "t3"]), "image_digest": "sha256:" + "c" * 64})
+                          "team": draw(["x", "y\0z", "y"], memo, ("jteam", n)), "owner": "ann",
+                          "epochs": str(n + (copy if not agree else 0)),
+                          "image_tag": draw(["", "t3"], memo, ("jtag", n)), "image_digest": "sha256:" + "c" * 64})
         dcgm.append({"UUID": f"GPU-s{n}", "hpc_job": f"slurm-{n}"})
         dcgm.append({"UUID": f"GPU-j{n}", "yolocost_owner": "job_info", "job_id": f"slurm-{n}", "batch": "16"})
     return pods, containers, [{k: v for k, v in s.items() if v} for s in infos], dcgm
@@ -149,26 +158,33 @@ def _parts(series: list[dict], rng: random.Random, parts: int) -> list[list[dict
     return chunks
 
 
+LABELS = Labels(project="team", user="owner", job_id="batch.kubernetes.io/job-name")
+
+
+def _in_parts(window, rng: random.Random) -> Attribution:
+    pods, containers, infos, _ = window
+    parted = Attribution(LABELS)
+    for p, c, j in itertools.zip_longest(*(_parts(s, rng, 6) for s in (pods, containers, infos)), fillvalue=[]):
+        parted.add_pod_labels(p)
+        parted.add_container_info(c)
+        parted.add_job_info(j)
+    return parted
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_owners_from_trimmed_labels_in_parts_are_those_of_the_whole_window(seed):
     rng = random.Random(seed)
-    labels = Labels(project="team", user="owner", job_id="batch.kubernetes.io/job-name")
-    pods, containers, infos, dcgm = _window(rng)
+    window = _window(rng, agree=True)
+    pods, containers, infos, dcgm = window
     assert any(pod_of(d, frozenset()) for d in dcgm)
-
-    whole = _Whole(labels)
+    whole = _Whole(LABELS)
     key = lambda s: sorted(s.items())  # noqa: E731
     whole.add_pod_labels(sorted(pods, key=key))
     whole.add_container_info(sorted(containers, key=key))
     whole.add_job_info(infos)
     want = _owners(whole, dcgm)
 
-    parted = Attribution(labels)
-    for p, c, j in itertools.zip_longest(*(_parts(s, rng, 6) for s in (pods, containers, infos)), fillvalue=[]):
-        parted.add_pod_labels(p)
-        parted.add_container_info(c)
-        parted.add_job_info(j)
-    parted.seal()
+    parted = _in_parts(window, rng)
     assert _owners(parted, dcgm) == want
     assert len(set(want[0])) > 40 and len(want[1]) > 40
     # the kept labels: what the lookup reads, nothing more
@@ -176,3 +192,28 @@ def test_owners_from_trimmed_labels_in_parts_are_those_of_the_whole_window(seed)
                                                                  "label_image_tag", "label_batch_kubernetes_io_job_name"}
     assert {k for c in parted.containers.values() for d in c.values() for k in d} == {"image", "image_id"}
     assert "__name__" not in {k for d in parted.job_info.values() for k in d}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_disagreeing_series_give_the_same_owners_in_any_order(seed):
+    rng = random.Random(seed)
+    window = _window(rng, agree=False)
+    first = _owners(_in_parts(window, rng), window[3])
+    again = _owners(_in_parts(window, rng), window[3])  # other parts, another order
+    assert first == again
+
+
+def test_where_series_disagree_the_greatest_value_is_kept():
+    parted = Attribution(LABELS)
+    pod = {"namespace": "ns", "pod": "p", "label_batch_kubernetes_io_job_name": "j1"}
+    parted.add_pod_labels([{**pod, "label_team": "b", "instance": "ksm-0"}])
+    parted.add_pod_labels([{**pod, "label_team": "a", "instance": "ksm-1"}, {**pod, "instance": "ksm-2"}])
+    container = {"namespace": "ns", "pod": "p", "container": "trainer"}
+    parted.add_container_info([{**container, "image": "reg/yolo:t2", "image_id": "reg/yolo@sha256:" + "a" * 64}])
+    parted.add_container_info([{**container, "image": "reg/yolo:t1", "image_id": "reg/yolo@sha256:" + "b" * 64}])
+    parted.add_job_info([{"job_id": "s1", "owner": "bo", "epochs": "3"}, {"job_id": "s1", "owner": "al"}])
+    assert parted.owner({"UUID": "GPU-1", "namespace": "ns", "pod": "p", "container": "trainer"}) == "j1"
+    job = parted.jobs["j1"]
+    assert (job.project, job.image_tag) == ("b", "t2")  # "b" > "a"; ("reg/yolo:t2", ...) > ("reg/yolo:t1", ...)
+    assert parted.owner({"UUID": "GPU-2", "hpc_job": "s1"}) == "s1"
+    assert (parted.jobs["s1"].user_name, parted.jobs["s1"].epochs) == ("bo", 3)
