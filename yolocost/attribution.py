@@ -101,30 +101,54 @@ def _int(value: str | None) -> int | None:
     return int(value) if value and value.isascii() and value.isdigit() and int(value) < 2**31 else None
 
 
+JOB_INFO_KEYS = ("job_id", "image_digest", "gpu_request", "epochs", "imgsz", "batch")  # read as named
+DIMENSIONS = ("project", "user", "model_type", "image_tag")  # read under the configured [labels] names
+CONTAINER_KEYS = ("image", "image_id")
+
+
 @dataclass
 class Attribution:
-    """Owner resolution for one ingest, from the label sets of the window."""
+    """Owner resolution for one ingest, from the label sets of the window.
+
+    The label sets may come in parts (the ingest reads them a chunk of the window at a time)
+    and in any order. Where a pod's or job's series disagree on a label (relabelled while it
+    ran, two exporters), the greatest value is kept, and of a container's series the one with
+    the greatest image labels, so the order they come in changes nothing. Only the labels the
+    owner lookup reads are kept, so a month of pods costs little."""
 
     labels: Labels
     exported_jobs: frozenset[str] = frozenset()
-    pod_labels: dict[Pod, dict[str, str]] = field(default_factory=dict)
-    containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)
-    job_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    pod_labels: dict[Pod, dict[str, str]] = field(default_factory=dict)  # label_<key> of the [labels] keys
+    containers: dict[Pod, dict[str, dict[str, str]]] = field(default_factory=dict)  # image, image_id
+    job_info: dict[str, dict[str, str]] = field(default_factory=dict)  # JOB_INFO_KEYS and the dimensions
     jobs: dict[str, JobLabels] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        keys = [self._key(name) for name in ("job_id", *DIMENSIONS)]
+        self._pod_keys = tuple(f"label_{sanitize(k)}" for k in keys if k)
+        self._job_info_keys = (*JOB_INFO_KEYS, *(sanitize(self._key(name)) for name in DIMENSIONS))
+
     def add_pod_labels(self, series: list[dict[str, str]]) -> None:
+        """kube_pod_labels series: each pod's labels of the [labels] keys, merged over its series."""
         for s in series:
-            self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}).update(s)
+            kept = [k for k in self._pod_keys if k in s]
+            if kept:  # a pod without any reads as an unknown one
+                _merge(self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}), s, kept)
 
     def add_container_info(self, series: list[dict[str, str]]) -> None:
+        """kube_pod_container_info series: each container's image labels."""
         for s in series:
-            pod = (s.get("namespace", ""), s.get("pod", ""))
-            self.containers.setdefault(pod, {})[s.get("container", "")] = s
+            pod, container = (s.get("namespace", ""), s.get("pod", "")), s.get("container", "")
+            info = {k: s[k] for k in CONTAINER_KEYS if k in s}
+            infos = self.containers.setdefault(pod, {})
+            if container not in infos or sorted(info.items()) > sorted(infos[container].items()):
+                infos[container] = info
 
     def add_job_info(self, series: list[dict[str, str]]) -> None:
-        for s in sorted(series, key=lambda s: sorted(s.items())):
+        """yolocost_job_info series: each job's labels, merged over its series."""
+        for s in series:
             if s.get("job_id"):
-                self.job_info.setdefault(s["job_id"], {}).update(s)
+                _merge(self.job_info.setdefault(s["job_id"], {}), s, [k for k in self._job_info_keys if k in s])
 
     def owner(self, labels: dict[str, str]) -> str | None:
         """The job id holding the series' GPU, None when unallocated; records the job's labels."""
@@ -173,7 +197,7 @@ class Attribution:
         job.fill(project=label("project"), user_name=label("user"), model_type=label("model_type"))
         if not job.tag_known:
             infos = self.containers.get(pod, {})
-            info = infos.get(container) or (infos[min(infos)] if infos else None)
+            info = infos[container] if container in infos else (infos[min(infos)] if infos else None)
             tag = digest = None
             if info is not None:
                 tag, _ = parse_image(info.get("image", ""))
@@ -184,3 +208,10 @@ class Attribution:
                 job.image_digest = job.image_digest or digest
                 job.tag_known = True
         return job_id
+
+
+def _merge(into: dict[str, str], series: dict[str, str], keys: list[str]) -> None:
+    """`series`' values of `keys` into `into`, the greater value winning where both hold one."""
+    for k in keys:
+        if k not in into or series[k] > into[k]:
+            into[k] = series[k]

@@ -13,8 +13,11 @@ database out while one runs.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
+import gc
 import math
+import os
 import re
 import shutil
 import tempfile
@@ -29,13 +32,13 @@ import duckdb
 import numpy as np
 
 from . import coverage, db, months, promql
-from .attribution import Attribution, gpu_of
+from .attribution import Attribution, JobLabels, gpu_of
 from .config import Config
 from .errors import DataError, YolocostError
 from .load import rebuild, replace_window, touched
 from .promclient import PrometheusClient, PrometheusError, QueryTooBig
 from .sqltext import literal
-from .storeprobe import StoreProbe
+from .storeprobe import StoreProbe, spread
 
 Progress = Callable[[str], None]
 UTC = dt.timezone.utc
@@ -104,12 +107,13 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             fetched = fetcher.run(s, e_fetch, spill)
         finally:
             client.close()
+        _give_back_memory()
         progress("writing to the database")
         with db.writing(config.database, config.memory_limit) as con:
             rows = spill.stage(con)
             _check_nothing_lost(con, start, end, fetcher.where, progress, config=config, now=now,
                                 allow_loss=allow_loss)
-            jobs = _stage_jobs(con, config, fetched.attribution)
+            jobs = _stage_jobs(con, config, fetched.jobs)
             _stage(con, "training_progress", fetched.progress)
             _stage(con, "job_results", fetched.results)
             epochs = len(set(zip(fetched.progress["job_id"], fetched.progress["epoch"])))
@@ -130,15 +134,61 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
 
 
+def _give_back_memory() -> None:
+    """Collect what the fetch left and hand the freed heap back to the OS (glibc's malloc_trim)
+    before the write: DuckDB then works within its own memory limit next to the Python heap,
+    whose high-water mark from the fetch glibc would otherwise keep. Nothing to do elsewhere."""
+    gc.collect()
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):  # not glibc (musl, macOS, Windows)
+            return
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (AttributeError, OSError, ValueError):  # no such name, library or function
+        pass
+
+
 Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings as codes, _Coded),
 # which DuckDB scans directly: NaN reads as NULL, datetime64 as TIMESTAMP
 
 
 @dataclass
 class _Fetched:
-    attribution: Attribution
+    jobs: dict[str, JobLabels]  # the owners' labels (the pods' and job-info's label sets stay behind)
     progress: Columns
     results: Columns
+
+
+@dataclass
+class _Discovered:
+    """What the fetch needs of the window's series, gathered a chunk at a time
+    (`_Fetcher._discover`) so that no chunk's label sets outlive it."""
+
+    util_metrics: tuple[str, ...]
+    util: bool = False  # any utilization series in the window
+    named: bool = False  # any of them with a UUID label
+    has_prof: bool = False  # any DCGM_FI_PROF_GR_ENGINE_ACTIVE series
+    job_info: bool = False  # any yolocost_job_info series
+    gpus: set[str] = field(default_factory=set)  # UUID labels of the utilization series
+    exported: set[str] = field(default_factory=set)  # scrape jobs whose series carry exported_pod
+    always: set[str] = field(default_factory=set)  # GPUs always joined: claimed by job-info, or MIG instances
+    probe_sample: dict[tuple, dict[str, str]] = field(default_factory=dict)  # for the store probe
+
+    def add(self, found: dict[str, list[dict[str, str]]]) -> None:
+        """One chunk's label sets (`_Fetcher._series`), reduced to the above."""
+        util = [s for m in self.util_metrics for s in found[m]]
+        job_info = found[promql.JOB_INFO]
+        self.util = self.util or bool(util)
+        self.named = self.named or any(s.get("UUID") for s in util)
+        self.has_prof = self.has_prof or bool(found.get(promql.UTIL_PROF))
+        self.job_info = self.job_info or bool(job_info)
+        self.gpus.update(s.get("UUID", "") for s in util)
+        self.exported.update(s.get("job", "") for s in util if s.get("exported_pod"))
+        self.always.update(s.get("UUID", "") for s in job_info)
+        self.always.update(s.get("UUID", "") for s in util if s.get("GPU_I_ID"))
+        # the probe's spread of each chunk, then the probe's own over their union: a few
+        # series a chunk, drawn as the probe would from the window's
+        for s in spread(util):
+            self.probe_sample.setdefault(tuple(sorted(s.items())), s)
 
 
 class _Fetcher:
@@ -152,11 +202,28 @@ class _Fetcher:
 
     # ---- discovery
     def _series(self, metrics: list[str], start: int, end: int) -> dict[str, list[dict[str, str]]]:
-        """Label sets of each metric's series in the window, the requests sent side by side."""
+        """Label sets of each metric's series in [start, end], the requests sent side by side."""
         self.requests += len(metrics)
         with ThreadPoolExecutor(self.config.prometheus.concurrency) as pool:
             found = pool.map(lambda m: self.client.series(self.queries.selector_for(m), start, end), metrics)
             return dict(zip(metrics, found))
+
+    def _discover(self, util_metrics: tuple[str, ...], start: int, end: int,
+                  attribution: Attribution) -> "_Discovered":
+        """The window's series a chunk (`_chunks`) at a time, each chunk's answers reduced at once
+        to what the fetch needs and their pods and job-info put into `attribution`: a month
+        of a large fleet holds hundreds of thousands of label sets, a chunk a few thousand.
+        The union of the chunks' answers is the window's, so nothing read differs."""
+        seen = _Discovered(util_metrics)
+        for a, b in self._chunks(start, end) or [(start, end)]:  # (none: a window that has not begun)
+            found = self._series([*util_metrics, promql.POD_LABELS, promql.CONTAINER_INFO, promql.JOB_INFO], a, b)
+            seen.add(found)
+            attribution.add_pod_labels(found[promql.POD_LABELS])
+            attribution.add_container_info(found[promql.CONTAINER_INFO])
+            attribution.add_job_info(found[promql.JOB_INFO])
+            del found
+        attribution.exported_jobs = frozenset(seen.exported)
+        return seen
 
     def run(self, start: int, end: int, spill: "_Spill") -> _Fetched:
         """Every query of the window; the usage rows go to `spill` a chunk at a time."""
@@ -174,16 +241,15 @@ class _Fetcher:
         needed = (promql.FB_USED, promql.POWER, promql.ENERGY)
         self.requests += 1
         present = set(self.client.metric_names(self.queries.any_of(needed), start, end))
-        found = self._series([*util_metrics, promql.POD_LABELS, promql.CONTAINER_INFO, promql.JOB_INFO], start, end)
-        util_series = [s for m in util_metrics for s in found[m]]
-        self.gpus = len({s.get("UUID", "") for s in util_series})
-        has_prof = bool(found.get(promql.UTIL_PROF))
-        if not util_series:
+        attribution = Attribution(self.config.labels)
+        seen = self._discover(util_metrics, start, end, attribution)
+        self.gpus = len(seen.gpus)
+        if not seen.util:
             raise DataError(
                 f"Prometheus at {self.where} holds no {' or '.join(util_metrics)} series{self._matching()} between "
                 f"{coverage.at_epoch(start)} and {coverage.at_epoch(end)}; is dcgm-exporter scraped there?"
             )
-        if not any(s.get("UUID") for s in util_series):
+        if not seen.named:
             raise DataError(
                 f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} carry no UUID label, which "
                 "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, Hostname)"
@@ -195,25 +261,18 @@ class _Fetcher:
                     f"between {coverage.at_epoch(start)} and {coverage.at_epoch(end)}; "
                     "enable it in dcgm-exporter's counters file"
                 )
-        exported = frozenset(s.get("job", "") for s in util_series if s.get("exported_pod"))
-        attribution = Attribution(self.config.labels, exported_jobs=exported)
-        attribution.add_pod_labels(found[promql.POD_LABELS])
-        attribution.add_container_info(found[promql.CONTAINER_INFO])
-        job_info = found[promql.JOB_INFO]
-        attribution.add_job_info(job_info)
         # leave out what the window does not need: each part costs the server time per step
-        utilization = cfg.utilization if cfg.utilization != "auto" or has_prof else "dev"
-        self.queries = replace(self.queries, exported_jobs=tuple(sorted(exported)),
-                                job_info=bool(job_info), utilization=utilization)
-        # GPUs that always need the attribution join: claimed by job-info, or MIG instances
-        always = {x.get("UUID", "") for x in job_info} | {x.get("UUID", "") for x in util_series if x.get("GPU_I_ID")}
+        utilization = cfg.utilization if cfg.utilization != "auto" or seen.has_prof else "dev"
+        self.queries = replace(self.queries, exported_jobs=tuple(sorted(seen.exported)),
+                                job_info=seen.job_info, utilization=utilization)
         probe = StoreProbe(self.client, start, end, cfg.grain_seconds, cfg.prometheus.scrape_interval_seconds, self.say)
-        facts = probe.measure(util_series)  # range semantics and scrape interval, measured
+        facts = probe.measure(list(seen.probe_sample.values()))  # range semantics and scrape interval, measured
         self.requests += probe.requests
         self.say(f"{self.where}: {facts.describe()}")
         self.queries = replace(self.queries, left_open=facts.left_open)
         spill.probed = {gpu.gpu_uuid for gpu in map(gpu_of, facts.series) if gpu is not None}
-        del found, util_series, job_info  # the window's label sets: not needed from here on
+        always = seen.always
+        del seen
         self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
                                                                                             attribution)))
         probe.requests = 0
@@ -221,7 +280,7 @@ class _Fetcher:
         self.requests += probe.requests
         _check_scrape_interval(spill.gpu_intervals, spill.most_seconds, cfg, self.where)
         progress_rows, results = self._training(start, end)
-        return _Fetched(attribution, progress_rows, results)
+        return _Fetched(attribution.jobs, progress_rows, results)
 
     def _matching(self) -> str:
         sel = self.config.prometheus.selector
@@ -934,7 +993,7 @@ def _check_scrape_interval(gpu_intervals: int, most: float, config: Config, wher
         )
 
 
-def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Attribution) -> int:
+def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, labels: dict[str, JobLabels]) -> int:
     """`incoming_jobs`: every owner of the incoming usage rows with its labels, its most used
     GPU model and (where no request is known) the most GPUs it held at once."""
     per_job = con.execute(
@@ -945,7 +1004,7 @@ def _stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, attribution: Att
     cols: dict[str, list] = {k: [] for k in ("job_id", "cluster", "project", "user_name", "model_type", "image_tag",
                                              "image_digest", "gpu_request", "gpu_model", "epochs", "imgsz", "batch")}
     for job_id, model, gpus in per_job:
-        j = attribution.jobs.get(job_id)
+        j = labels.get(job_id)
         values = dict(job_id=job_id, cluster=config.cluster, gpu_model=model)
         if j is not None:
             values.update(project=j.project, user_name=j.user_name, model_type=j.model_type,

@@ -80,6 +80,14 @@ def _short(labels: dict[str, str]) -> str:
     return "{" + ", ".join(matcher(k, labels[k]) for k in keep) + "}"
 
 
+def spread(util_series: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Up to PROBE_GPUS x PROBE_ROUNDS of the series that name a GPU, spread evenly over their
+    sorted label sets: what the probe draws its rounds from. The ingest keeps only these of
+    each chunk of the window, so the probe never needs the window's series all at once."""
+    named = sorted((s for s in util_series if gpu_of(s) is not None), key=lambda s: sorted(s.items()))
+    n = min(len(named), PROBE_GPUS * PROBE_ROUNDS)
+    return [named[i * len(named) // n] for i in range(n)]
+
 
 class StoreProbe:
     """Runs the measurements against one server; `requests` counts what it sent."""
@@ -119,13 +127,8 @@ class StoreProbe:
 
     def _candidates(self, util_series: list[dict[str, str]]) -> list[list[dict[str, str]]]:
         """Rounds of series to probe, each of different GPUs, spread over the sorted series."""
-        named = sorted((s for s in util_series if gpu_of(s) is not None), key=lambda s: sorted(s.items()))
-        if not named:
-            return []
-        n = min(len(named), PROBE_GPUS * PROBE_ROUNDS)
-        picked = [named[i * len(named) // n] for i in range(n)]
         rounds: list[list[dict[str, str]]] = []
-        for labels in picked:
+        for labels in spread(util_series):
             gpu = gpu_of(labels).gpu_uuid
             home = next((r for r in rounds if len(r) < PROBE_GPUS and all(gpu_of(x).gpu_uuid != gpu for x in r)), None)
             if home is None:
