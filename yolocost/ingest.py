@@ -45,6 +45,7 @@ UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MAX_POINTS = 11_000  # Prometheus refuses more points per series in one query_range
 TRAINING_SLACK = 3600  # progress series are read this long past the window end
+RAW_SECONDS = 3600  # the grains whose energy is read raw go together by this much (see _telescoped_energy)
 # dcgm utilization metrics read per [ingest] utilization, in order of preference for the message
 _UTIL_METRICS = {"dev": (promql.UTIL_DEV,), "prof": (promql.UTIL_PROF,), "auto": (promql.UTIL_DEV, promql.UTIL_PROF)}
 
@@ -340,21 +341,27 @@ class _Fetcher:
             queries = [(name, "plain", q) for name, q in chunk.plain.plain_queries().items()]
             if special:
                 queries += [(name, "part", q) for name, q in self.queries.only(special, keep=True).grain_queries().items()]
-            chunk.waiting = len(queries)
+            chunk.waiting = len(queries) + 1
             for name, kind, q in queries:
                 send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
+            send(chunk, "energy_resets", "plain", self.client.query, chunk.plain.energy_resets(chunk.end - chunk.start),
+                 chunk.end)
 
         def telescope(chunk: _Chunk) -> None:
-            """The plain GPUs' energy once their samples and counter values are in: differenced
-            where a grain allows it, raw samples asked for the rest (a request per grain)."""
-            keys, values, raw = _telescoped_energy(chunk.points, chunk.plain_samples, chunk.energy_last,
-                                                   self.config.prometheus.scrape_interval_seconds)
+            """The plain GPUs' energy once their samples and counters are in: differenced where
+            a grain allows it, raw samples asked for the rest."""
+            held = chunk.held
+            keys, values, raw = _telescoped_energy(
+                chunk.points, held["samples"], held["energy_last"], held["energy_count"],
+                {r["metric"].get("UUID", "") for r in held["energy_resets"]},
+                self.config.prometheus.scrape_interval_seconds)
             chunk.parts.append(("energy", (keys, values)))
-            chunk.plain_samples = chunk.energy_last = None
+            chunk.held = {}
             chunk.waiting += len(raw)
-            for b, uuids in raw:
-                fewer = chunk.plain.only(sorted(uuids), keep=True) if len(uuids) < self.gpus // 4 else chunk.plain
-                send(chunk, (b - grain, b, uuids), "raw", self.client.query, fewer.energy_samples(grain), b)
+            for a, b, wanted in raw:
+                # the GPUs named: excluding the chunk's special ones instead costs the server more
+                which = self.queries.only(sorted(wanted), keep=True)
+                send(chunk, (a, b, wanted), "raw", self.client.query, which.energy_samples(b - a), b)
 
         def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
             chunk.dropped = True
@@ -394,13 +401,15 @@ class _Fetcher:
                         continue
                     if kind == "raw":
                         chunk.parts.append(("energy", self._energy_arrays(chunk.points, answer, *name)))
-                    elif name == "energy_last":
-                        chunk.energy_last = self._arrays(chunk.points, answer)
+                    elif name == "energy_resets":
+                        chunk.held[name] = answer
+                    elif name in ("energy_last", "energy_count"):
+                        chunk.held[name] = self._arrays(chunk.points, answer)
                     else:
                         chunk.parts.append((name, self._arrays(chunk.points, answer)))
                         if kind == "plain" and name == "samples":
-                            chunk.plain_samples = chunk.parts[-1][1]
-                    if chunk.plain_samples is not None and chunk.energy_last is not None:
+                            chunk.held[name] = chunk.parts[-1][1]
+                    if len(chunk.held) == 4:
                         telescope(chunk)
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
@@ -416,14 +425,13 @@ class _Fetcher:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int, uuids: set[str]
-                       ) -> tuple[np.ndarray, np.ndarray]:
-        """`_energy_points` of the raw samples of (start, end] of the GPUs `uuids` (an answer
-        may hold more); a point that is not a [time, "value"] pair stops the ingest, naming
-        the server (as `_arrays`)."""
+    def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int,
+                       wanted: dict[str, set[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """`_energy_points` of the raw samples of (start, end], kept for the `wanted` grain steps
+        of each GPU (an answer holds more); a point that is not a [time, "value"] pair stops the
+        ingest, naming the server (as `_arrays`)."""
         try:
-            answer = [s for s in answer if s["metric"].get("UUID", "") in uuids]
-            return _energy_points(points, answer, start, end, self.config.prometheus.scrape_interval_seconds)
+            return _raw_energy(points, answer, start, end, wanted, self.config.prometheus.scrape_interval_seconds)
         except (TypeError, ValueError, IndexError, KeyError):
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
                                         "numbers") from None
@@ -535,8 +543,7 @@ class _Chunk:
     parts: list = field(default_factory=list)
     points: "_Points | None" = None  # its series, numbered apart from every other chunk's
     plain: "promql.GrainQueries | None" = None  # the queries of its GPUs with one series at a time
-    plain_samples: "tuple[np.ndarray, np.ndarray] | None" = None  # their samples, until telescoped
-    energy_last: "tuple[np.ndarray, np.ndarray] | None" = None  # their counters' last values, the same
+    held: dict = field(default_factory=dict)  # the plain GPUs' answers `telescope` reads, until it has
 
 
 class _Points:
@@ -657,52 +664,89 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     return keys, np.bincount(where, d[ok], len(keys))
 
 
-def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray],
-                       last: tuple[np.ndarray, np.ndarray], scrape: int
-                       ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, set[str]]]]:
-    """The plain GPUs' energy per series x grain step where the counter's deltas telescope, and
-    the grains (end, GPUs) left for raw samples (`_energy_points`).
+def _raw_energy(points: "_Points", answer: list[dict], start: int, end: int, wanted: dict[str, set[int]],
+                scrape: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_energy_points` of raw samples of (start, end], kept for the `wanted` grain steps of each
+    GPU (a piece of `_telescoped_energy`'s; the answer may hold more)."""
+    answer = [s for s in answer if s["metric"].get("UUID", "") in wanted]
+    keys, values = _energy_points(points, answer, start, end, scrape)
+    keep = np.array([k % points.steps in wanted[points.labels[k // points.steps].get("UUID", "")]
+                     for k in keys.tolist()], bool)
+    return keys[keep], values[keep]
 
-    Summed over a grain, `_energy_points`' deltas of a GPU come to its counter's last value in
-    the grain minus its last value in the grain before when, through the LOOKBACK before the
-    grain and the grain itself, the GPU has one series, holding a utilization sample in every
-    scrape interval (`samples` = grain / scrape; its energy samples come with them, one
-    scrape), and the counter neither resets nor misses a sample there (`last`, the
-    `energy_last` values, is only given for such grains): every step then has a value within
-    LOOKBACK and every delta goes to that series. A chunk's first grains lack the grains before
-    them here, so they always go raw. `samples` and `last` are `_Points.arrays` answers."""
+
+def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray],
+                       last: tuple[np.ndarray, np.ndarray], count: tuple[np.ndarray, np.ndarray],
+                       reset: set[str], scrape: int
+                       ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, dict[str, set[int]]]]]:
+    """The plain GPUs' energy per series x grain step where the counter's deltas telescope, and
+    the grains left for raw samples (`_energy_points`) as (start, end, {GPU: grain steps}).
+
+    `_energy_points` gives each step the GPU's counter (the newest sample within LOOKBACK,
+    all its series together) minus the step before's, to the series present. Where, through
+    the grain and the LOOKBACK before it, a GPU's only series is S (in utilization and energy
+    alike), S holds a sample of both in every scrape interval of the grain (its energy comes
+    with the utilization, one scrape) and one in the grain before (in every interval, for
+    grains longer than LOOKBACK), and its counter does not drop, every step has a counter,
+    every delta goes to S, and they sum to S's last value in the grain minus its last value
+    in the grain before. `samples`, `last` and `count` are `_Points.arrays` answers of the
+    plain `samples`, `energy_last` and `energy_count` queries; `reset` the GPUs whose counter
+    drops in the chunk (`energy_resets`). A chunk's first grains lack the LOOKBACK before
+    them here, so they always go raw."""
     grain, steps = points.grain, points.steps
-    full, back = grain // scrape, -(-promql.LOOKBACK // grain)  # grains before that LOOKBACK reaches
-    key, count = samples
+    full, back = grain // scrape, -(-promql.LOOKBACK // grain)  # grains the LOOKBACK reaches into
     uuids: dict[str, int] = {}
     gpu_of_sid = np.array([uuids.setdefault(labels.get("UUID", ""), len(uuids)) for labels in points.labels],
                           np.int64)
-    sid, step = key // steps, key % steps
-    cell = gpu_of_sid[sid] * steps + step
-    held = np.bincount(cell, minlength=len(uuids) * steps).reshape(len(uuids), steps)
-    lone = np.full(held.size, -1, np.int64)
-    lone[cell] = sid
-    lone = lone.reshape(held.shape)
-    whole = np.zeros(held.size, bool)
-    whole[cell] = count == full
-    whole = whole.reshape(held.shape) & (held == 1)
-    fast = np.zeros(held.shape, bool)
-    fast[:, back:] = whole[:, back:]
+    shape = (len(uuids), steps)
+
+    def per_cell(key: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per GPU x grain: the series held; the one series where it is one (else -1); whether
+        that one has a sample in every scrape interval."""
+        sid = key // steps
+        cell = gpu_of_sid[sid] * steps + key % steps
+        held = np.bincount(cell, minlength=shape[0] * steps).reshape(shape)
+        lone = np.full(held.size, -1, np.int64)
+        lone[cell] = sid
+        whole = np.zeros(held.size, bool)
+        whole[cell] = value == full
+        one = held == 1
+        return held, np.where(one, lone.reshape(shape), -1), whole.reshape(shape) & one
+
+    held, lone, whole = per_cell(*samples)
+    e_held, e_lone, e_whole = per_cell(*count)
+    fast = np.zeros(shape, bool)
+    now_ = slice(back, steps)
+    series = lone[:, now_]
+    fast[:, now_] = whole[:, now_] & e_whole[:, now_] & (e_lone[:, now_] == series)
     for d in range(1, back + 1):
-        fast[:, back:] &= whole[:, back - d:steps - d] & (lone[:, back - d:steps - d] == lone[:, back:])
+        was = slice(back - d, steps - d)
+        alone = ((held[:, was] == 0) | (lone[:, was] == series)) & ((e_held[:, was] == 0) | (e_lone[:, was] == series))
+        fast[:, now_] &= alone
+    before_ok = e_lone[:, back - 1:steps - 1] == series  # S's energy in the grain before
+    if grain > promql.LOOKBACK:  # its newest sample there within LOOKBACK of the grain's start
+        before_ok &= e_whole[:, back - 1:steps - 1]
+    fast[:, now_] &= before_ok
+    fast[[n for u, n in uuids.items() if u in reset]] = False
     g, j = np.nonzero(fast)
     series = lone[g, j]
-    now = _aligned(series * steps + j, *last)
-    before = _aligned(series * steps + j - 1, *last)
-    ok = now >= before  # both there (NaN compares false), and no drop between them
+    now, before = _aligned(series * steps + j, *last), _aligned(series * steps + j - 1, *last)
+    ok = now >= before  # (a NaN value compares false: raw samples decide)
     fast[g[~ok], j[~ok]] = False
+    # the rest an hour at a time: each request costs the server about as much as reading a few
+    # dozen series, so the grains of an hour go together (each GPU from its first grain there
+    # on), and only the grains asked for are kept of the answer
+    per = max(1, RAW_SECONDS // grain)
     raw_g, raw_j = np.nonzero((held > 0) & ~fast)
     names = list(uuids)
-    raw: dict[int, set[str]] = {}
+    hours: dict[int, dict[str, set[int]]] = {}
     for gpu, at in zip(raw_g.tolist(), raw_j.tolist()):
-        raw.setdefault(at, set()).add(names[gpu])
-    ends = [(points.start + (at + 1) * grain, raw[at]) for at in sorted(raw)]
-    return series[ok] * steps + j[ok], (now - before)[ok], ends
+        hours.setdefault(at // per, {}).setdefault(names[gpu], set()).add(at)
+    pieces = []
+    for hour, wanted in sorted(hours.items()):
+        first, end = min(map(min, wanted.values())), max(map(max, wanted.values())) + 1
+        pieces.append((points.start + first * grain, points.start + end * grain, wanted))
+    return series[ok] * steps + j[ok], (now - before)[ok], pieces
 
 
 def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:

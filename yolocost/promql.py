@@ -5,7 +5,7 @@ grain) and aggregates the interval's samples server-side, so only grain-level po
 the wire; the one exception is the energy counter of GPUs with one series at a time: its
 last value per grain (`energy_last`) is differenced by the ingest, and only the grains that
 cannot be settled so (an owner change, a gap, a reset) are read raw (`energy_samples`), which
-costs the server far less than the per-step deltas. The building blocks:
+costs the server a fraction of the per-step deltas (BENCHMARKS.md). The building blocks:
 
 * `fresh(M)`: the sample of M in the `scrape_interval` before a subquery step, shifted by
   1 ms. With subquery steps on multiples of the scrape interval, every raw sample is seen by
@@ -180,22 +180,19 @@ class GrainQueries:
             "mem_peak": f"max_over_time({self._sub(self._fresh(FB_USED))})",
             "power": f"sum_over_time({self._sub(self._fresh(POWER))})",
             # energy: no per-step deltas here (they cost the server the most of all). Summed over
-            # a grain, a counter's deltas come to its last value minus the last value of the
-            # grain before, wherever nothing interrupts them: this query gives that last value
-            # for such grains only, and the ingest differences them; the rest of the grains it
-            # computes from raw samples (`energy_samples`, ingest.py `_telescoped_energy`)
-            "energy_last": self._energy_last(),
+            # a grain, a counter's deltas come to its last value minus the one before wherever
+            # nothing interrupts them: these give each series' last value and sample count per
+            # grain, `energy_resets` the series whose counter dropped, and the ingest differences
+            # the values where that settles a grain (ingest.py `_telescoped_energy`); the other
+            # grains it computes from raw samples (`energy_samples`)
+            "energy_last": f"last_over_time({self._sel(ENERGY)}[{self._range(self.grain)}] offset 1ms)",
+            "energy_count": f"count_over_time({self._sel(ENERGY)}[{self._range(self.grain)}] offset 1ms)",
         }
 
-    def _energy_last(self) -> str:
-        """The energy counter's last value per series in each grain where the series has a
-        sample in every scrape interval and no reset (the step from the grain before's last
-        sample included)."""
-        e, n = self._sel(ENERGY), self.grain // self.scrape
-        within = f"[{self._range(self.grain)}] offset 1ms"
-        last, count = f"last_over_time({e}{within})", f"count_over_time({e}{within})"
-        resets = f"resets({e}[{self._range(self.grain + self.scrape)}] offset 1ms)"
-        return f"(({last}) and ({count} == {n})) unless ({resets} > 0)"
+    def energy_resets(self, seconds: int) -> str:
+        """Energy series whose counter drops in the `seconds` before a time (less 1 ms, as
+        `fresh`), the step from the sample one scrape interval before them included."""
+        return f"resets({self._sel(ENERGY)}[{self._range(seconds + self.scrape)}] offset 1ms) > 0"
 
     def energy_samples(self, seconds: int) -> str:
         """The energy counter's raw samples of the `seconds` + LOOKBACK before a time (less 1 ms,

@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from yolocost.ingest import _energy_points, _Points, _telescoped_energy
+from yolocost.ingest import _energy_points, _Points, _raw_energy, _telescoped_energy
 
 S = 1_790_812_800  # a UTC midnight
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
@@ -70,41 +70,45 @@ def test_gpus_are_differenced_apart():
 GRAIN, SCRAPE = 300, 30
 
 
-def _served(series: list[dict], grains: int, grain: int) -> tuple[list[dict], list[dict]]:
-    """What the server answers for a chunk of `grains` grains from raw samples: the plain
-    `samples` query (scrape intervals with a sample, per series x grain) and `energy_last` (the
-    last value where the grain has a sample per scrape interval and no drop from the grain
-    before's last sample on), both as query_range answers at the grain ends."""
-    samples, last = [], []
+def _served(series: list[dict], grains: int, grain: int) -> tuple[list[dict], list[dict], list[dict], set[str]]:
+    """What the server answers for a chunk of `grains` grains from raw samples, worked out here
+    sample by sample: the plain `samples` query (scrape intervals with a sample, per series x
+    grain; utilization comes with energy, one scrape), `energy_last` and `energy_count` (the
+    last value and the number of samples per series x grain), all as query_range answers at the
+    grain ends, and `energy_resets` (the GPUs whose counter drops in the chunk)."""
+    samples, last, count, resets = [], [], [], set()
     for s in series:
         points = sorted((float(t), float(v)) for t, v in s["values"])
-        held, lasts = [], []
+        held, lasts, counts = [], [], []
         for g in range(grains):
             lo, hi = S + g * grain, S + (g + 1) * grain
             inside = [(t, v) for t, v in points if lo <= t < hi]
-            slots = {int(t - S) // SCRAPE for t, _ in inside}
             if inside:
-                held.append([hi, str(len(slots))])
-            since = [v for t, v in points if lo - SCRAPE <= t < hi]
-            if len(inside) == grain // SCRAPE and all(b >= a for a, b in zip(since, since[1:])):
+                held.append([hi, str(len({int(t - S) // SCRAPE for t, _ in inside}))])
                 lasts.append([hi, str(inside[-1][1])])
+                counts.append([hi, str(len(inside))])
+        chunk = [v for t, v in points if S - SCRAPE <= t < S + grains * grain]
+        if any(b < a for a, b in zip(chunk, chunk[1:])):
+            resets.add(s["metric"]["UUID"])
         labels = {k: v for k, v in s["metric"].items() if k != "__name__"}
         samples.append({"metric": labels, "values": held})
         last.append({"metric": labels, "values": lasts})
-    return samples, last
+        count.append({"metric": labels, "values": counts})
+    return samples, last, count, resets
 
 
 def _both_ways(series: list[dict], grains: int, grain: int = GRAIN) -> tuple[dict, dict, list]:
     """(telescoped + raw for the rest, raw for the whole chunk, the raw requests) per (pod, grain)."""
     end = S + grains * grain
     points = _Points(["samples", "energy"], S, end, grain)
-    samples, last = _served(series, grains, grain)
-    keys, values, raw = _telescoped_energy(points, points.arrays(samples), points.arrays(last), SCRAPE)
+    samples, last, count, resets = _served(series, grains, grain)
+    keys, values, raw = _telescoped_energy(points, points.arrays(samples), points.arrays(last),
+                                           points.arrays(count), resets, SCRAPE)
     got = dict(zip(keys.tolist(), values.tolist()))
-    for b, uuids in raw:
-        window = [{"metric": s["metric"], "values": [v for v in s["values"] if b - grain - 300 <= v[0] < b]}
-                  for s in series if s["metric"]["UUID"] in uuids]
-        k, v = _energy_points(points, window, b - grain, b, SCRAPE)
+    for a, b, wanted in raw:
+        window = [{"metric": s["metric"], "values": [v for v in s["values"] if a - 300 <= v[0] < b]}
+                  for s in series]  # what the server sends: every series of the piece's GPUs and more
+        k, v = _raw_energy(points, window, a, b, wanted, SCRAPE)
         assert not set(k.tolist()) & set(got), "a grain computed both ways"
         got.update(zip(k.tolist(), v.tolist()))
     k, v = _energy_points(points, series, S, end, SCRAPE)
@@ -117,7 +121,7 @@ def test_a_steady_counter_is_telescoped_after_the_chunks_first_grain():
     counter = {j: 1000 + 100 * j for j in range(-10, 30)}
     got, whole, raw = _both_ways([_series("GPU-1", "a", counter)], 3)
     assert got == whole == {("a", 0): 1000.0, ("a", 1): 1000.0, ("a", 2): 1000.0}
-    assert raw == [(S + GRAIN, {"GPU-1"})]  # only the first grain: the grain before is not in the chunk
+    assert raw == [(S, S + GRAIN, {"GPU-1": {0}})]  # only the first grain: the grain before is not in the chunk
 
 
 def test_an_owner_change_sends_its_grain_and_the_next_to_raw_samples():
@@ -126,7 +130,18 @@ def test_an_owner_change_sends_its_grain_and_the_next_to_raw_samples():
                                   _series("GPU-4", "e", {j: v for j, v in counter.items() if j >= 15})], 4)
     assert got == whole == {("d", 0): 1000.0, ("d", 1): 500.0, ("e", 1): 500.0, ("e", 2): 1000.0,
                             ("e", 3): 1000.0}
-    assert [b for b, _ in raw] == [S + GRAIN, S + 2 * GRAIN, S + 3 * GRAIN]  # grain 3 telescoped
+    # the first grain, the change and the grain after it (the old series within 5 minutes)
+    assert raw == [(S, S + 3 * GRAIN, {"GPU-4": {0, 1, 2}})]  # grain 3 telescoped
+
+
+def test_a_counter_that_drops_between_two_owners_is_not_telescoped():
+    # no series drops on its own; the GPU's counter does (the first owner's last value stays the
+    # counter for 5 minutes): by the rule grain 2 gets 907 for the step where that value ages out
+    got, whole, raw = _both_ways([_series("GPU-7", "d", {j: 10_000 + 100 * j for j in range(-10, 15)}),
+                                  _series("GPU-7", "e", {j: 7 + 100 * (j - 15) for j in range(15, 40)})], 4)
+    assert got == whole == {("d", 0): 1000.0, ("d", 1): 500.0, ("e", 1): 0.0, ("e", 2): 907.0 + 500,
+                            ("e", 3): 1000.0}
+    assert raw == [(S, S + 3 * GRAIN, {"GPU-7": {0, 1, 2}})]
 
 
 def test_a_reset_a_missed_scrape_and_a_long_gap_go_to_raw_samples():
@@ -138,11 +153,10 @@ def test_a_reset_a_missed_scrape_and_a_long_gap_go_to_raw_samples():
     assert got == whole
     assert got[("r", 1)] == 4 * 100 + 7 + 5 * 100 and got[("m", 2)] == 1000.0  # by the rule, from raw samples
     assert got[("g", 3)] == 100.0 and got[("g", 4)] == 700.0  # none for the first sample 5+ minutes after the last
-    # grain 0: the chunk's first; the reset (grain 1) and the missed scrape (grain 2) send their grain
-    # and the next; the gap holds grains 3 and 4
-    assert raw == [(S + GRAIN, {"GPU-2", "GPU-3", "GPU-5"}), (S + 2 * GRAIN, {"GPU-2"}),
-                   (S + 3 * GRAIN, {"GPU-2", "GPU-3"}), (S + 4 * GRAIN, {"GPU-3", "GPU-5"}),
-                   (S + 5 * GRAIN, {"GPU-5"})]
+    # grain 0: the chunk's first; a counter that drops sends its GPU's every grain of the chunk; the
+    # missed scrape its own grain only (the next has a sample in the grain before); the gap grains 3
+    # and 4. Grains of one hour are read together
+    assert raw == [(S, S + 5 * GRAIN, {"GPU-2": {0, 1, 2, 3, 4}, "GPU-3": {0, 2}, "GPU-5": {0, 3, 4}})]
 
 
 @pytest.mark.parametrize("grain", [60, 300, 900])
