@@ -321,7 +321,8 @@ class _Fetcher:
 
         def send(chunk: _Chunk, name, kind: str, fn, *args) -> None:
             self.requests += 1
-            backlog.append((chunk, name, kind, fn, args))
+            # a chunk's raw energy requests go first: its points are held until they are answered
+            (backlog.appendleft if kind == "raw" else backlog.append)((chunk, name, kind, fn, args))
 
         def fill() -> None:
             while backlog and len(running) < limit:

@@ -99,6 +99,8 @@ if _path:
     _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
     _timed(_ing._Fetcher, "_usage", "assemble_group_s")
     _timed(_ing._Fetcher, "_training", "training_s")
+    if hasattr(_ing, "_give_back_memory"):  # between the fetch and the write
+        _timed(_ing, "_give_back_memory", "give_back_memory_s")
     _timed(_ing, "rebuild", "rebuild_models_s")
     _timed(_ing, "replace_window", "replace_window_s")
     _timed(_ing, "_stage_usage", "stage_usage_s")
