@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 import subprocess
 import sys
 import textwrap
@@ -25,9 +26,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from yolocost import models, months
 from yolocost.config import Config, parse_config
 from yolocost.load import load_parquet_dir
 
@@ -240,6 +243,115 @@ def write_raw(directory: Path, usage: Sequence[dict], jobs: Sequence[dict] = (),
         if rows or table == "gpu_usage":
             pq.write_table(pa.Table.from_pylist(list(rows), schema=SCHEMAS[table]), directory / f"{table}.parquet")
     return directory
+
+
+# --------------------------------------------------------------------------- whole months
+
+MONTH_GPUS = 16  # GPUs of month_rows: 12 of the first model, 4 of the second
+CROSSING = "cross-aug-sep"  # month_rows' job on GPU 15 from Aug 30 to Sep 2, 2026 (UTC)
+CROSSING_SPAN = (np.datetime64("2026-08-30"), np.datetime64("2026-09-02"))
+
+
+def month_rows(config: Config, month: str, gpu_models: tuple[str, str] = ("A100", "V100"),
+               ) -> tuple[pa.Table, list[dict], list[dict]]:
+    """One month of usage of the config's cluster at its grain: GPU i is held by job
+    <month>-g<i//4>-w<week> for 18 of every 24 hours from the month's first local midnight
+    (utilization by GPU), unallocated otherwise; GPU 15 is held by CROSSING over CROSSING_SPAN.
+    GPUs 0-11 are gpu_models[0], 12-15 gpu_models[1]. Returns (usage, jobs, results)."""
+    grain = config.grain_seconds
+    start, end = months.window(config, month)
+    n = int((end - start).total_seconds()) // grain
+    t0 = np.datetime64(start.astimezone(UTC).replace(tzinfo=None), "us")
+    times = t0 + np.arange(n, dtype="int64") * np.int64(grain * 1_000_000)
+    hour = (np.arange(n) * grain // 3600) % 24
+    day = np.arange(n) * grain // 86400
+    cols: dict[str, list] = {k: [] for k in SCHEMAS["gpu_usage"].names}
+    jobs: dict[str, dict] = {}
+    results = []
+    for g in range(MONTH_GPUS):
+        model = gpu_models[0] if g < 12 else gpu_models[1]
+        held = (hour >= 2) & (hour < 20)
+        owner = np.where(held, np.char.add(f"{month}-g{g // 4}-w", (day // 7).astype(str)), None).astype(object)
+        if g == 15:
+            owner = np.full(n, None, dtype=object)
+            owner[(times >= CROSSING_SPAN[0]) & (times < CROSSING_SPAN[1])] = CROSSING
+        util = np.where(owner == None, 0.0, 20.0 + 5.0 * g)  # noqa: E711 (element-wise)
+        cols["interval_start"].append(times)
+        cols["cluster"].append(np.full(n, config.cluster, dtype=object))
+        cols["hostname"].append(np.full(n, f"h{g // 4}", dtype=object))
+        cols["gpu_uuid"].append(np.full(n, f"GPU-{g:02d}", dtype=object))
+        cols["gpu_index"].append(np.full(n, g % 4))
+        cols["gpu_model"].append(np.full(n, model, dtype=object))
+        cols["mig_profile"].append(np.full(n, None, dtype=object))
+        cols["job_id"].append(owner)
+        cols["seconds_present"].append(np.full(n, grain))
+        cols["util_mean"].append(util)
+        cols["seconds_busy"].append(np.where(util > BUSY_PERCENT, grain, 0))
+        cols["seconds_idle"].append(np.where(util < IDLE_PERCENT, grain, 0))
+        cols["mem_peak_mib"].append(np.full(n, 1000.0))
+        cols["power_mean_w"].append(np.full(n, 100.0 + g))
+        cols["energy_mj"].append(np.full(n, int((100 + g) * grain * 1000)))
+        k = g // 4  # a job holds four GPUs of one model: its labels follow the group
+        for job in sorted({o for o in owner if o is not None} - set(jobs)):
+            jobs[job] = job_row(job, project=f"p{k % 3}", gpu_model=model, image_tag=f"tag-{k % 2}",
+                                model_type=f"yolov8{'nsm'[k % 3]}", cluster=config.cluster)
+            if job != CROSSING:
+                results.append(result_row(job, 0.3 + k / 100, 0.2 + k / 100, 10))
+    arrays = []
+    for field in SCHEMAS["gpu_usage"]:
+        values = np.concatenate(cols[field.name])
+        if pa.types.is_decimal(field.type):
+            values = [Decimal(int(v)) for v in values]
+        arrays.append(pa.array(values, type=field.type))
+    return pa.Table.from_arrays(arrays, schema=SCHEMAS["gpu_usage"]), list(jobs.values()), results
+
+
+def write_month(folder: Path, config: Config, month: str, gpu_models: tuple[str, str] = ("A100", "V100")) -> Path:
+    """month_rows written as a raw Parquet folder for `load_parquet_dir`."""
+    usage, jobs, results = month_rows(config, month, gpu_models)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(usage, folder / "gpu_usage.parquet")
+    pq.write_table(pa.Table.from_pylist(jobs, schema=SCHEMAS["jobs"]), folder / "jobs.parquet")
+    pq.write_table(pa.Table.from_pylist(results, schema=SCHEMAS["job_results"]), folder / "job_results.parquet")
+    return folder
+
+
+def by_month_tables() -> list[str]:
+    return [m.name for m in models.discover() if m.by_month] + ["ledger_charges", "ledger_job_month"]
+
+
+def archive(config: Config, month: str) -> dict[str, list]:
+    """Every stored row of `month` in the by-month models and the ledger, sorted (the tables a
+    prune empties, which hold a row per usage row, left out)."""
+    con = duckdb.connect(str(config.database), read_only=True)
+    try:
+        return {t: sorted(con.execute(f"SELECT * FROM {t} WHERE month = ?", [month]).fetchall(), key=repr)
+                for t in by_month_tables() if t not in months.PRUNED}
+    finally:
+        con.close()
+
+
+class Profiled:
+    """A connection that notes, for every table scan of gpu_usage in every query it runs, the
+    rows DuckDB's profiler says the scan read (in `scans`, which connections may share)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, scans: list[int] | None = None):
+        self.con, self.scans = con, [] if scans is None else scans
+        con.execute("PRAGMA enable_profiling = 'no_output'")
+
+    def execute(self, sql: str, *args):
+        result = self.con.execute(sql, *args)
+        self._note(json.loads(self.con.get_profiling_information(format="json")))
+        return result
+
+    def _note(self, node: dict) -> None:
+        if str(node.get("extra_info", {}).get("Table", "")).endswith(".gpu_usage"):
+            self.scans.append(node["operator_rows_scanned"])
+        for child in node.get("children", []):
+            self._note(child)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
 
 
 # --------------------------------------------------------------------------- config and database

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import re
 import shutil
 import subprocess
@@ -19,87 +18,22 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from builders import SCHEMAS, assert_one_line_error, job_row, make_config, result_row, yolocost
+from builders import (CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, make_config, write_month,
+                      yolocost)
 
-from yolocost import db, load, models, months, queries
+from yolocost import db, load, months, queries
 from yolocost.errors import YolocostError
 from yolocost.report import render_reports
 
-GRAIN = 300
-GPUS = 16
 UTC = dt.timezone.utc
 MONTHS = ("2026-07", "2026-08", "2026-09")
-CROSSING = "cross-aug-sep"
-
-
-def month_rows(month: str) -> tuple[pa.Table, list[dict], list[dict]]:
-    """One month of usage: GPU i is held by job <month>-g<i//4>-w<week> from 02:00 to 20:00
-    each day (utilization by GPU), unallocated otherwise; GPU 15 is held by CROSSING from
-    Aug 30 to Sep 2. Returns (usage, jobs, results)."""
-    start, end = months.window(make_config(Path("."), timezone="UTC"), month)
-    n = int((end - start).total_seconds()) // GRAIN
-    t0 = np.datetime64(start.replace(tzinfo=None), "us")
-    times = t0 + np.arange(n, dtype="int64") * np.int64(GRAIN * 1_000_000)
-    hour = (np.arange(n) * GRAIN // 3600) % 24
-    day = np.arange(n) * GRAIN // 86400
-    cols = {k: [] for k in SCHEMAS["gpu_usage"].names}
-    jobs, results = {}, []
-    for g in range(GPUS):
-        held = (hour >= 2) & (hour < 20)
-        owner = np.where(held, np.char.add(f"{month}-g{g // 4}-w", (day // 7).astype(str)), None).astype(object)
-        if g == 15:
-            owner = np.full(n, None, dtype=object)
-            cross = (times >= np.datetime64("2026-08-30")) & (times < np.datetime64("2026-09-02"))
-            owner[cross] = CROSSING
-        util = np.where(owner == None, 0.0, 20.0 + 5.0 * g)  # noqa: E711 (element-wise)
-        seconds = np.full(n, GRAIN)
-        cols["interval_start"].append(times)
-        cols["cluster"].append(np.full(n, "c1", dtype=object))
-        cols["hostname"].append(np.full(n, f"h{g // 4}", dtype=object))
-        cols["gpu_uuid"].append(np.full(n, f"GPU-{g:02d}", dtype=object))
-        cols["gpu_index"].append(np.full(n, g % 4))
-        cols["gpu_model"].append(np.full(n, "A100" if g < 12 else "V100", dtype=object))
-        cols["mig_profile"].append(np.full(n, None, dtype=object))
-        cols["job_id"].append(owner)
-        cols["seconds_present"].append(seconds)
-        cols["util_mean"].append(util)
-        cols["seconds_busy"].append(np.where(util > 70, GRAIN, 0))
-        cols["seconds_idle"].append(np.where(util < 5, GRAIN, 0))
-        cols["mem_peak_mib"].append(np.full(n, 1000.0))
-        cols["power_mean_w"].append(np.full(n, 100.0 + g))
-        cols["energy_mj"].append(np.full(n, int((100 + g) * GRAIN * 1000)))
-        k = g // 4  # a job holds four GPUs of one model: its labels follow the group
-        for job in sorted({o for o in owner if o is not None} - set(jobs)):
-            jobs[job] = job_row(job, project=f"p{k % 3}", gpu_model="A100" if g < 12 else "V100",
-                                image_tag=f"tag-{k % 2}", model_type=f"yolov8{'nsm'[k % 3]}")
-            if job != CROSSING:
-                results.append(result_row(job, 0.3 + k / 100, 0.2 + k / 100, 10))
-    arrays = []
-    for field in SCHEMAS["gpu_usage"]:
-        values = np.concatenate(cols[field.name])
-        if pa.types.is_decimal(field.type):
-            values = [Decimal(int(v)) for v in values]
-        arrays.append(pa.array(values, type=field.type))
-    return pa.Table.from_arrays(arrays, schema=SCHEMAS["gpu_usage"]), list(jobs.values()), results
-
-
-def write_month(folder: Path, month: str) -> Path:
-    usage, jobs, results = month_rows(month)
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(usage, folder / "gpu_usage.parquet")
-    pq.write_table(pa.Table.from_pylist(jobs, schema=SCHEMAS["jobs"]), folder / "jobs.parquet")
-    pq.write_table(pa.Table.from_pylist(results, schema=SCHEMAS["job_results"]), folder / "job_results.parquet")
-    return folder
 
 
 @pytest.fixture(scope="module")
 def raw_months(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("months")
-    return {m: write_month(base / m, m) for m in MONTHS}
+    return {m: write_month(base / m, make_config(base), m) for m in MONTHS}
 
 
 PRICES = [("A100", "2.93"), ("V100", "1.10")]
@@ -124,20 +58,6 @@ def two_months(raw_months, tmp_path_factory):
 def loaded(two_months, tmp_path):
     shutil.copyfile(two_months.database, tmp_path / "yolocost.duckdb")
     return _config(tmp_path)
-
-
-def by_month_tables() -> list[str]:
-    return [m.name for m in models.discover() if m.by_month] + ["ledger_charges", "ledger_job_month"]
-
-
-def archive(cfg, month: str) -> dict[str, list]:
-    """Every stored row of `month` in the by-month models and the ledger, sorted."""
-    con = duckdb.connect(str(cfg.database), read_only=True)
-    try:
-        return {t: sorted(con.execute(f"SELECT * FROM {t} WHERE month = ?", [month]).fetchall(), key=repr)
-                for t in by_month_tables() if t not in months.PRUNED}
-    finally:
-        con.close()
 
 
 def count(cfg, sql: str) -> int:
@@ -218,29 +138,6 @@ def test_a_pruned_month_keeps_every_figure_and_the_next_stays_rebuildable(loaded
     with pytest.raises(YolocostError, match="timezone is 'Europe/Berlin', but the database holds archived months"):
         load.rebuild_database(moved)
     assert archive(loaded, "2026-07") == before_archive
-
-
-class Profiled:
-    """A connection that notes, for every table scan of gpu_usage in every query it runs, the
-    rows DuckDB's profiler says the scan read."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection):
-        self.con, self.scans = con, []
-        con.execute("PRAGMA enable_profiling = 'no_output'")
-
-    def execute(self, sql: str, *args):
-        result = self.con.execute(sql, *args)
-        self._note(json.loads(self.con.get_profiling_information(format="json")))
-        return result
-
-    def _note(self, node: dict) -> None:
-        if str(node.get("extra_info", {}).get("Table", "")).endswith(".gpu_usage"):
-            self.scans.append(node["operator_rows_scanned"])
-        for child in node.get("children", []):
-            self._note(child)
-
-    def __getattr__(self, name):
-        return getattr(self.con, name)
 
 
 def test_a_month_build_reads_and_changes_only_its_own_month(loaded, raw_months):
