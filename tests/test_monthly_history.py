@@ -149,8 +149,6 @@ def test_monthly_keeps_the_earlier_months_and_reads_only_its_own(run, prom_sampl
     assert stored(config, f"SELECT month FROM mart_job_month WHERE job_id = '{CROSSING}' ORDER BY 1") == [(N2,), (N1,)]
 
 
-@pytest.mark.xfail(strict=True, reason="the ingest's checks read every stored usage row: coverage.check_database "
-                   "(the cluster of all rows) and ingest._job_times (job id and time of all rows outside the window)")
 def test_monthly_reads_no_row_of_month_n_minus_2(run, prom_sample):
     """The issue's bound on the whole run, the ingest's checks included: every scan of
     gpu_usage reads N's rows at most, plus part of one row group."""

@@ -22,7 +22,7 @@ from typing import Callable
 import duckdb
 
 from .config import Config
-from .db import check_grain
+from .db import check_grain, check_stored_cluster
 from .errors import DataError, YolocostError
 from .sqltext import literal
 
@@ -52,21 +52,10 @@ def check_window(config: Config, start: dt.datetime, end: dt.datetime, flag: str
 
 def check_database(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     """The stored rows fit the config: cut at its grain (db.check_grain; a changed grain
-    misses every stored interval, so name that cause, not a loss) and of its cluster. The
-    models do not tell clusters apart (every mart sums all usage rows, under the name and
-    currency of the last config written), so a database holds one cluster's rows: another
-    cluster's rows, or a renamed cluster, would be billed together with these."""
+    misses every stored interval, so name that cause, not a loss) and of its cluster
+    (db.check_stored_cluster)."""
     check_grain(con, config)
-    row = con.execute(f"""
-        SELECT cluster, count(*) FROM gpu_usage WHERE cluster IS DISTINCT FROM {literal(config.cluster)}
-        GROUP BY cluster ORDER BY count(*) DESC, cluster LIMIT 1
-    """).fetchone()
-    if row:
-        raise DataError(
-            f"{config.database}: holds {row[1]:,} usage row(s) of cluster {row[0]!r}, but the config's [cluster] name "
-            f"is {config.cluster!r}; a database holds one cluster (the reports would bill both together): "
-            "give each cluster its own [database] path, or keep the name the database was built with"
-        )
+    check_stored_cluster(con, config)
 
 
 def check_cluster(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> None:

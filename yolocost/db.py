@@ -13,9 +13,9 @@ import duckdb
 
 from . import interrupts
 from .config import Config
-from .errors import YolocostError
+from .errors import DataError, YolocostError
 from .resources import SQL_DIR
-from .sqltext import values
+from .sqltext import literal, values
 
 
 def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,
@@ -320,6 +320,7 @@ def energy_price_rows(config: Config) -> list[tuple]:
 def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     """Replace the settings, prices and energy prices with those of the config."""
     check_grain(con, config)
+    check_stored_cluster(con, config)
     con.execute("DELETE FROM settings")
     # by name: a settings table migrated from an older file may order its columns otherwise
     con.execute(f"INSERT INTO settings ({', '.join(SETTINGS_COLUMNS)}) VALUES {values([settings_row(config)])}")
@@ -331,6 +332,28 @@ def write_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     con.execute("DELETE FROM energy_prices")
     if config.energy_prices:
         con.execute(f"INSERT INTO energy_prices VALUES {values(energy_price_rows(config))}")
+
+
+def check_stored_cluster(con: duckdb.DuckDBPyConnection, config: Config) -> None:
+    """The stored usage rows are the config's cluster's. The models do not tell clusters apart
+    (every mart sums all usage rows, under the name and currency of the last config written),
+    so a database holds one cluster's rows: another cluster's rows, or a renamed cluster, would
+    be billed together with these. The settings name the cluster every stored row is of (rows
+    of another are refused on the way in, coverage.check_cluster, and the settings are not
+    renamed over stored rows, here), so only a config naming another cluster reads the rows."""
+    stored = con.execute("SELECT cluster FROM settings LIMIT 1").fetchone()
+    if stored is not None and stored[0] == config.cluster:
+        return
+    row = con.execute(f"""
+        SELECT cluster, count(*) FROM gpu_usage WHERE cluster IS DISTINCT FROM {literal(config.cluster)}
+        GROUP BY cluster ORDER BY count(*) DESC, cluster LIMIT 1
+    """).fetchone()
+    if row:
+        raise DataError(
+            f"{config.database}: holds {row[1]:,} usage row(s) of cluster {row[0]!r}, but the config's [cluster] name "
+            f"is {config.cluster!r}; a database holds one cluster (the reports would bill both together): "
+            "give each cluster its own [database] path, or keep the name the database was built with"
+        )
 
 
 def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:

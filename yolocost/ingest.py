@@ -1084,12 +1084,21 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, data: Columns, params: li
 
 def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int, window_end: int) -> None:
     """First and last interval of the incoming jobs over all usage (stored outside the window
-    plus incoming); no end while the job still holds a GPU at the end of all data."""
+    plus incoming); no end while the job still holds a GPU at the end of all data. Of the rows
+    before the window only those from the first month an incoming job was billed in are read
+    (mart_job_month), so earlier months' rows are not (a month's build reads its own only)."""
+    since = window_start
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mart_job_month'").fetchone()[0]:
+        first = con.execute("SELECT min(month) FROM mart_job_month WHERE job_id IN (SELECT job_id FROM incoming_jobs)"
+                            ).fetchone()[0]
+        if first is not None:
+            since = min(since, int(months.window(config, first)[0].timestamp()))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE incoming_job_times AS
         WITH kept AS (
             SELECT job_id, interval_start FROM gpu_usage
-            WHERE interval_start < to_timestamp({window_start}) OR interval_start >= to_timestamp({window_end})
+            WHERE interval_start >= to_timestamp({since}) AND interval_start < to_timestamp({window_start})
+            UNION ALL SELECT job_id, interval_start FROM gpu_usage WHERE interval_start >= to_timestamp({window_end})
             UNION ALL SELECT job_id, interval_start FROM incoming_gpu_usage
         ),
         data_end AS (SELECT greatest(max(interval_start), to_timestamp({window_end}) - to_seconds({config.grain_seconds}))
