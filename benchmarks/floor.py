@@ -2,9 +2,8 @@
 
 The requests are the ones `yolocost ingest` sends while it fetches the grain points: the
 ingest's own `_Fetcher.run` is run with its client recording every request made inside
-`_Fetcher._grain_points` (instant queries it uses to plan a chunk go to the server, since
-what follows depends on them; range queries and the instant queries for the energy
-counter's raw samples are only recorded and answered with nothing),
+`_Fetcher._grain_points` (each answered by the server, since what follows depends on the
+answers: a chunk's plan decides its queries, its energy answers which grains are read raw),
 and stopped there. So the list holds whatever the ingest decides for this server and window:
 which queries, which chunks, which GPUs get which PromQL.
 
@@ -25,16 +24,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 T0 = time.monotonic()
 
 from yolocost.config import load_config  # noqa: E402
-from yolocost.ingest import _Fetcher  # noqa: E402
+from yolocost.ingest import _Fetcher, _Spill  # noqa: E402
 from yolocost.promclient import PrometheusClient, _ts  # noqa: E402
-from yolocost.promql import ENERGY  # noqa: E402
 
 QUERY, RANGE = "/api/v1/query", "/api/v1/query_range"
 
@@ -47,19 +48,17 @@ def ingest_requests(config, client: PrometheusClient, start: int, end: int) -> l
     """(API path, form parameters) of every request the ingest sends for the grain points."""
     recorded: list[tuple[str, dict]] = []
     lock = threading.Lock()
-    real_query = client.query
+    real_query, real_range = client.query, client.query_range
 
     def query(promql_: str, at: float) -> list[dict]:
         with lock:
             recorded.append((QUERY, {"query": promql_, "time": _ts(at)}))
-        if promql_.startswith(ENERGY):  # the raw energy samples: only recorded, like the range queries
-            return []
         return real_query(promql_, at)
 
     def query_range(promql: str, a: float, b: float, step: float) -> list[dict]:
         with lock:
             recorded.append((RANGE, {"query": promql, "start": _ts(a), "end": _ts(b), "step": _ts(step)}))
-        return []
+        return real_range(promql, a, b, step)
 
     original = _Fetcher._grain_points
 
@@ -72,12 +71,15 @@ def ingest_requests(config, client: PrometheusClient, start: int, end: int) -> l
         raise _Captured()
 
     _Fetcher._grain_points = grain_points
+    scratch = Path(tempfile.mkdtemp(prefix="floor-"))
     try:
-        _Fetcher(config, client, lambda _: None).run(start, end)
+        with _Spill(config.with_database(scratch / "floor.duckdb")) as spill:
+            _Fetcher(config, client, lambda _: None).run(start, end, spill)
     except _Captured:
         return recorded
     finally:
         _Fetcher._grain_points = original
+        shutil.rmtree(scratch, ignore_errors=True)
     raise RuntimeError("the ingest finished without asking for grain points")
 
 

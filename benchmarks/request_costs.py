@@ -45,8 +45,8 @@ def main() -> None:
         kinds: dict[str, list] = {}
         for path, params in reqs:
             q = params["query"]
-            kind = "plan (special_gpus)" if path == QUERY and not q.startswith(ENERGY) else \
-                "energy raw samples" if path == QUERY else q[:70]
+            kind = q[:70] if path != QUERY else "energy raw samples" if q.startswith(ENERGY) else \
+                "energy resets" if q.startswith("resets(") else "plan (special_gpus)"
             cpu = prom.cpu_s()
             r = client.session.post(prom.url + path, data=params, timeout=600)
             if r.status_code != 200:
