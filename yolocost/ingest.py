@@ -102,6 +102,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
     with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext(), _Spill(config) as spill:
+        _one_heap()
         client = PrometheusClient(config.prometheus)
         try:
             fetcher = _Fetcher(config, client, progress)
@@ -135,17 +136,34 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
 
 
+def _one_heap() -> None:
+    """Keep the threads that fetch and decode answers on glibc's main heap (M_ARENA_MAX = 1)
+    rather than one heap each: decoded answers freed across several heaps leave them fragmented,
+    and what `_give_back_memory` cannot return grows with the window (BENCHMARKS.md). The
+    threads hold the GIL while they decode, so one heap costs them nothing. Nothing to do off glibc."""
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
+
+
+def _glibc():
+    """glibc as a ctypes library, None on other C libraries (musl, macOS, Windows)."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        return ctypes.CDLL("libc.so.6")
+    except (AttributeError, OSError, ValueError):  # no such name or library
+        return None
+
+
 def _give_back_memory() -> None:
     """Collect what the fetch left and hand the freed heap back to the OS (glibc's malloc_trim)
     before the write: DuckDB then works within its own memory limit next to the Python heap,
     whose high-water mark from the fetch glibc would otherwise keep. Nothing to do elsewhere."""
     gc.collect()
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):  # not glibc (musl, macOS, Windows)
-            return
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (AttributeError, OSError, ValueError):  # no such name, library or function
-        pass
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings as codes, _Coded),
