@@ -187,7 +187,6 @@ class _Discovered:
     named: bool = False  # any of them with a UUID label
     has_prof: bool = False  # any DCGM_FI_PROF_GR_ENGINE_ACTIVE series
     job_info: bool = False  # any yolocost_job_info series
-    gpus: set[str] = field(default_factory=set)  # UUID labels of the utilization series
     exported: set[str] = field(default_factory=set)  # scrape jobs whose series carry exported_pod
     always: set[str] = field(default_factory=set)  # GPUs always joined: claimed by job-info, or MIG instances
     probe_sample: dict[tuple, dict[str, str]] = field(default_factory=dict)  # for the store probe
@@ -200,7 +199,6 @@ class _Discovered:
         self.named = self.named or any(s.get("UUID") for s in util)
         self.has_prof = self.has_prof or bool(found.get(promql.UTIL_PROF))
         self.job_info = self.job_info or bool(job_info)
-        self.gpus.update(s.get("UUID", "") for s in util)
         self.exported.update(s.get("job", "") for s in util if s.get("exported_pod"))
         self.always.update(s.get("UUID", "") for s in job_info)
         self.always.update(s.get("UUID", "") for s in util if s.get("GPU_I_ID"))
@@ -262,7 +260,6 @@ class _Fetcher:
         present = set(self.client.metric_names(self.queries.any_of(needed), start, end))
         attribution = Attribution(self.config.labels)
         seen = self._discover(util_metrics, start, end, attribution)
-        self.gpus = len(seen.gpus)
         if not seen.util:
             raise DataError(
                 f"Prometheus at {self.where} holds no {' or '.join(util_metrics)} series{self._matching()} between "
@@ -356,14 +353,14 @@ class _Fetcher:
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {r["metric"].get("UUID", "") for r in plan_answer}
             special = sorted((always_special | shared) - {""})
-            chunk.plain = self.queries.only(special, keep=False)
-            queries = [(name, "plain", q) for name, q in chunk.plain.plain_queries().items()]
+            plain = self.queries.only(special, keep=False)
+            queries = [(name, "plain", q) for name, q in plain.plain_queries().items()]
             if special:
                 queries += [(name, "part", q) for name, q in self.queries.only(special, keep=True).grain_queries().items()]
             chunk.waiting = len(queries) + 1
             for name, kind, q in queries:
                 send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
-            send(chunk, "energy_resets", "plain", self.client.query, chunk.plain.energy_resets(chunk.end - chunk.start),
+            send(chunk, "energy_resets", "plain", self.client.query, plain.energy_resets(chunk.end - chunk.start),
                  chunk.end)
 
         def telescope(chunk: _Chunk) -> None:
@@ -561,7 +558,6 @@ class _Chunk:
     dropped: bool = False  # refused as too big: split, answers ignored
     parts: list = field(default_factory=list)
     points: "_Points | None" = None  # its series, numbered apart from every other chunk's
-    plain: "promql.GrainQueries | None" = None  # the queries of its GPUs with one series at a time
     held: dict = field(default_factory=dict)  # the plain GPUs' answers `telescope` reads, until it has
 
 
@@ -1106,7 +1102,7 @@ def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int
     before the window only those from the first month an incoming job was billed in are read
     (mart_job_month), so earlier months' rows are not (a month's build reads its own only)."""
     since = window_start
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mart_job_month'").fetchone()[0]:
+    if months.has_table(con, "mart_job_month"):
         first = con.execute("SELECT min(month) FROM mart_job_month WHERE job_id IN (SELECT job_id FROM incoming_jobs)"
                             ).fetchone()[0]
         if first is not None:

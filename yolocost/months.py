@@ -152,13 +152,14 @@ def plan(con: duckdb.DuckDBPyConnection, config: Config, touched: list[str] | No
     wanted = set(raw_months(con, config) if touched is None else touched)
     current = _fingerprints(config, sorted(known))
     wanted |= {m for m, f in known.items() if current.get(m) != f}
-    if _has_table(con, "mart_month_coverage"):
+    if has_table(con, "mart_month_coverage"):
         wanted |= {r[0] for r in con.execute("SELECT DISTINCT month FROM mart_month_coverage").fetchall()} - set(known)
     months = sorted(wanted - set(kept))
     return Plan(months, [window(config, m) for m in months], sorted(kept))
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the database has the table `name` (in main): a new file has no models yet."""
     return bool(con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database() "
         f"AND table_schema = 'main' AND table_name = {literal(name)}").fetchone()[0])
@@ -249,7 +250,7 @@ def raw_months_before(con: duckdb.DuckDBPyConnection, config: Config, cutoff: dt
 def _count(con: duckdb.DuckDBPyConnection, table: str, month: str, start: dt.datetime, end: dt.datetime) -> int:
     if table == "gpu_usage":
         where = f"interval_start >= {literal(start)} AND interval_start < {literal(end)}"
-    elif _has_table(con, table):
+    elif has_table(con, table):
         where = f"month = {literal(month)}"
     else:
         return 0
