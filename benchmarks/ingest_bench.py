@@ -68,21 +68,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _timed_run(cmd: list[str], **kw) -> tuple[float, float, int, float]:
-    """(wall s, peak RSS MiB, exit status, CPU s) of a child process.
+def _timed_run(cmd: list[str], on_start=None, **kw) -> tuple[float, float, int, float]:
+    """(wall s, peak RSS MiB, exit status, CPU s) of a child process; `on_start(pid)` is
+    called once it runs (TreeMemory.watch).
 
     The child is started through GNU time, a small process: a child's ru_maxrss counts the
     RSS of the process it was forked from (Linux keeps the larger of the pre-exec and the new
-    image's peak), so forking straight from this process would add ours to its peak."""
+    image's peak), so forking straight from this process would add ours to its peak. The peak
+    RSS is the largest single process's: a command that forks children (yolocost's fetch
+    process) needs TreeMemory for what the processes hold together."""
     t = time.monotonic()
     if TIME:
         with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
             proc = subprocess.Popen([TIME, "-f", "%M %U %S", "-o", out.name, *cmd], **kw)
+            if on_start:
+                on_start(proc.pid)
             proc.wait()
             wall = time.monotonic() - t
             rss_kib, user, system = out.read().split()[-3:]
         return wall, int(rss_kib) / 1024, proc.returncode, float(user) + float(system)
     proc = subprocess.Popen(cmd, **kw)
+    if on_start:
+        on_start(proc.pid)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return time.monotonic() - t, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
@@ -315,20 +322,92 @@ class Sampler(threading.Thread):
                 "machine_cpu_s": round(_machine_busy_s() - self.busy0, 2), "loadavg_before": self.load0}
 
 
+class TreeMemory(threading.Thread):
+    """What a command's processes hold together at their peak, sampled every 50 ms from
+    /proc/PID/smaps_rollup of each process below the one watched (GNU time, left out): the
+    sum of their RSS, which counts twice the pages a forked child still shares with its
+    parent (an upper bound), and of their PSS, which shares such pages out (what the tree
+    holds). A peak shorter than the sampling interval can be missed; GNU time's peak (the
+    largest single process) is exact."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.root, self.halt = 0, threading.Event()
+        self.rss = self.pss = 0  # KiB
+        self.processes = 0
+
+    def watch(self, pid: int) -> None:
+        self.root = pid
+        self.start()
+
+    def run(self) -> None:
+        from reports_bench import _children_map
+
+        while not self.halt.is_set():
+            kids = _children_map()
+            todo, seen = list(kids.get(self.root, ())), []
+            while todo:
+                pid = todo.pop()
+                seen.append(pid)
+                todo.extend(kids.get(pid, ()))
+            rss = pss = 0
+            for pid in seen:
+                try:
+                    with open(f"/proc/{pid}/smaps_rollup") as fh:
+                        for line in fh:
+                            if line.startswith("Rss:"):
+                                rss += int(line.split()[1])
+                            elif line.startswith("Pss:"):
+                                pss += int(line.split()[1])
+                except OSError:  # ended meanwhile
+                    pass
+            self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
+            self.processes = max(self.processes, len(seen))
+            self.halt.wait(0.05)
+
+    def finish(self) -> dict:
+        self.halt.set()
+        if self.is_alive():
+            self.join()
+        return {"tree_peak_rss_sum_mib": round(self.rss / 1024, 1), "tree_peak_pss_mib": round(self.pss / 1024, 1),
+                "tree_processes": self.processes}
+
+
 def run_path(name: str, cmd: list[str], prom: Prometheus, workdir: Path, env: dict | None = None) -> dict:
     out, err = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
     sampler = Sampler(prom)
     sampler.start()
+    tree = TreeMemory()
     with open(out, "wb") as o, open(err, "wb") as e:
-        wall, rss, rc, cpu = _timed_run(cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
-    server = sampler.finish()
+        wall, rss, rc, cpu = _timed_run(cmd, on_start=tree.watch, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                                        env=env, cwd=ROOT)
+    server = {**sampler.finish(), **tree.finish()}
     # CPU of everything else on this shared machine while the path ran: a noise indicator
     server["others_cpu_s"] = round(server["machine_cpu_s"] - server["server_cpu_s"] - cpu, 2)
     if rc != 0:
         raise SystemExit(f"path {name} failed (exit {rc}): {err.read_text()[-2000:]}")
-    log(f"{name}: {wall:.2f} s, peak RSS {rss:.0f} MiB, CPU {cpu:.1f} s, server CPU {server['server_cpu_s']} s, "
+    log(f"{name}: {wall:.2f} s, peak RSS {rss:.0f} MiB (processes together: PSS {server['tree_peak_pss_mib']:.0f}, "
+        f"RSS summed {server['tree_peak_rss_sum_mib']:.0f} MiB), CPU {cpu:.1f} s, server CPU {server['server_cpu_s']} s, "
         f"others {server['others_cpu_s']} s")
     return {"wall_s": round(wall, 3), "peak_rss_mib": round(rss, 1), "cpu_s": round(cpu, 2), **server}
+
+
+def read_hook(counts: Path) -> dict:
+    """What benchmarks/_hook wrote for one ingest: the process's file, and the fetch process's
+    (`<file>.fetch`, where the fetch runs in a child). Stage times add up; each stage's
+    memory is that of the process it ran in (the fetch's under `fetch:`)."""
+    hook = json.loads(counts.read_text())
+    fetch_file = counts.with_name(counts.name + ".fetch")
+    if fetch_file.exists():
+        child = json.loads(fetch_file.read_text())
+        fetch_file.unlink()
+        for name, value in child["stages"].items():
+            hook["stages"][name] = hook["stages"].get(name, 0.0) + value
+        hook["counts"] = child["counts"]
+        hook["request_fingerprints"] = sorted(hook["request_fingerprints"] + child["request_fingerprints"])
+        for key in ("peak_rss_after_mib", "rss_after_mib"):
+            hook[key] = {**hook[key], **{f"fetch:{k}": v for k, v in child[key].items()}}
+    return hook
 
 
 def ingest_figures(db: Path) -> dict:
@@ -456,7 +535,7 @@ def main() -> None:
                            "--start", iso(start), "--end", iso(end)]
                     run["a"] = run_path(f"a{r}", cmd, prom, scratch, env)
                     run["a"]["command"] = " ".join([os.path.relpath(cmd[0], ROOT), "--config", "CFG", "--db", "DB"] + cmd[5:])
-                    hook = json.loads(counts.read_text())
+                    hook = read_hook(counts)
                     run["a"]["stages"] = {k: round(v, 3) for k, v in hook["stages"].items()}
                     run["a"]["peak_rss_after_stage_mib"] = hook["peak_rss_after_mib"]
                     run["a"]["fetched"] = hook["counts"]

@@ -15,7 +15,9 @@ other, each in a fresh process, against one Prometheus on 127.0.0.1:
   (d) benchmarks/raw_floor.py: the raw-sample dump, every sample of every metric the
       ingest reads, by range selectors a day at a time, bodies read and thrown away.
 
-Per path: wall time, peak RSS (GNU time), and the Prometheus server's CPU seconds (from
+Per path: wall time, peak RSS (GNU time: the largest single process), what the path's
+processes hold together at their peak (ingest_bench.TreeMemory: yolocost's fetch runs in a
+child process), and the Prometheus server's CPU seconds (from
 /proc/PID/stat before and after), also per GPU-day of the window. The machine's other CPU
 use during each path is recorded too (a shared machine).
 
@@ -42,7 +44,7 @@ sys.path.insert(0, str(HERE))
 
 import synth_openmetrics  # noqa: E402
 from ingest_bench import (ROOT, UTC, Prometheus, _blocks, _du, _timed_run, code_version,  # noqa: E402
-                          ingest_figures, log, run_path, write_config)
+                          ingest_figures, log, read_hook, run_path, write_config)
 
 PY = Path(sys.executable)
 
@@ -220,7 +222,7 @@ def measure(args, workdir: Path, tsdb: Path, prep: dict) -> None:
                     cmd = [str(yolocost), "--config", str(cfg), "--db", str(db), "-q", "ingest",
                            "--start", iso(start), "--end", iso(end)]
                     row[p] = run_path(name, cmd, prom, scratch, env)
-                    hook = json.loads(counts.read_text())
+                    hook = read_hook(counts)
                     row[p]["stages"] = {k: round(v, 2) for k, v in hook["stages"].items()}
                     row[p]["peak_rss_after_stage_mib"] = hook["peak_rss_after_mib"]
                     row[p]["fetched"] = hook["counts"]
@@ -254,13 +256,14 @@ def report(result: dict) -> None:
           f"{d.get('blocks', 0)} blocks, TSDB {d.get('tsdb_bytes', 0) / 2**30:.2f} GiB; made in "
           f"{d['wall_s'] / 60:.1f} min (generation {d['generate_s'] / 60:.1f} min, backfill "
           f"{d['backfill_s'] / 60:.1f} min, side by side); Prometheus {result['machine'].get('prometheus')}")
-    print(f"{'window':>7s} {'path':24s} {'wall s':>8s} {'peak RSS MiB':>13s} {'CPU s':>7s} {'server CPU s':>13s} "
-          f"{'per GPU-day':>12s} {'others CPU s':>13s}")
+    print(f"{'window':>7s} {'path':24s} {'wall s':>8s} {'peak RSS MiB':>13s} {'tree PSS':>9s} {'tree RSS':>9s} "
+          f"{'CPU s':>7s} {'server CPU s':>13s} {'per GPU-day':>12s} {'others CPU s':>13s}")
     for row in result["windows"]:
         for p in ("d", "b", "a"):
             if p in row:
                 x = row[p]
                 print(f"{row['days']:>5d} d {names[p]:24s} {x['wall_s']:8.1f} {x['peak_rss_mib']:13.0f} "
+                      f"{x.get('tree_peak_pss_mib', 0):9.0f} {x.get('tree_peak_rss_sum_mib', 0):9.0f} "
                       f"{x['cpu_s']:7.1f} {x['server_cpu_s']:13.1f} {x['server_cpu_s_per_gpu_day']:12.4f} "
                       f"{x['others_cpu_s']:13.1f}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -126,8 +127,6 @@ def storage_errors(path: Path | str, outcome: str = "") -> Iterator[None]:
 def _check_writable_folder(path: Path | str) -> None:
     """DuckDB writes its log `<file>.wal` beside the database on every commit: a folder that
     takes no new file fails the write only at the end, after all the work, so refuse first."""
-    import os
-
     folder = Path(path).resolve().parent
     if not os.access(folder, os.W_OK | os.X_OK):
         reason = "read-only file system" if _read_only_mount(folder) else "no write permission"
@@ -136,8 +135,6 @@ def _check_writable_folder(path: Path | str) -> None:
 
 
 def _read_only_mount(folder: Path) -> bool:
-    import os
-
     try:
         return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
     except OSError:
@@ -370,15 +367,30 @@ def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:
         f"{config.grain_seconds}; set grain_seconds = {stored[0]} again, or use a new database file for the new grain")
 
 
+_HELD_LOCKS: set[int] = set()  # file descriptors of the locks `exclusive` holds
+
+
+def _drop_held_locks() -> None:
+    """In a forked child: close its copies of the parent's lock files, so that the lock goes
+    when the parent goes, whatever the child is still doing (forked.py)."""
+    for fd in _HELD_LOCKS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held_locks)
+
+
 @contextlib.contextmanager
 def exclusive(path: Path | str, what: str) -> Iterator[None]:
     """Hold `<file>.lock` for a whole ingest or monthly run (of a database) or bench run (of a
     run record): a second one is refused.
 
     The lock is an flock on an open file, so the kernel drops it when the process dies,
-    even by SIGKILL: no stale lock to clean up."""
+    even by SIGKILL: no stale lock to clean up. A forked child does not hold it."""
     import fcntl
-    import os
 
     path = Path(path)
     lock = path.with_name(path.name + ".lock")
@@ -396,6 +408,8 @@ def exclusive(path: Path | str, what: str) -> Iterator[None]:
             raise YolocostError(f"{path}: another yolocost run holds {lock.name} ({holder}); wait for it to finish") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{what}, pid {os.getpid()}".encode(), 0)
+        _HELD_LOCKS.add(fd)
         yield
     finally:
+        _HELD_LOCKS.discard(fd)
         os.close(fd)

@@ -1,23 +1,20 @@
 """`yolocost ingest`: one time window from Prometheus into the raw tables, atomically.
 
 Everything is fetched first (grain-level points, and the energy counter's raw samples for
-GPUs with one series at a time, see promql.py). Each chunk of the window is assembled into
-raw rows as soon as all its answers are in and set aside in a Parquet file of a scratch
-folder beside the database (`_Spill`), so the fetch holds a few chunks in memory whatever
-the window's length. The rows are then written in one transaction that replaces the window
-and rebuilds the models. A kill
-at any point leaves the database as it was; a lock file keeps a second ingest of the same
-database out while one runs.
+GPUs with one series at a time, see promql.py), in a child process (forked.py) whose
+memory is gone before the write starts. Each chunk of the window is assembled into raw
+rows as soon as all its answers are in and set aside in a Parquet file of a scratch folder
+beside the database (`_Spill`), so the fetch holds a few chunks in memory whatever the
+window's length. The rows are then written in one transaction that replaces the window and
+rebuilds the models. A kill at any point leaves the database as it was; a lock file keeps a
+second ingest of the same database out while one runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime as dt
-import gc
 import math
-import os
 import re
 import shutil
 import tempfile
@@ -31,7 +28,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import numpy as np
 
-from . import coverage, db, months, promql
+from . import coverage, db, forked, months, promql
 from .attribution import Attribution, JobLabels, gpu_of
 from .config import Config
 from .errors import DataError, YolocostError
@@ -102,18 +99,14 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
     with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext(), _Spill(config) as spill:
-        _one_heap()
-        client = PrometheusClient(config.prometheus)
-        try:
-            fetcher = _Fetcher(config, client, progress)
-            fetched = fetcher.run(s, e_fetch, spill)
-        finally:
-            client.close()
-        _give_back_memory()
+        # in a child process: the heap the fetch leaves is gone before DuckDB's write starts
+        fetched = forked.run(lambda say: _fetch(config, s, e_fetch, spill, say), progress,
+                             "the ingest's fetch process")
+        spill.files = fetched.files
         progress("writing to the database")
         with db.writing(config.database, config.memory_limit) as con:
             rows = spill.stage(con)
-            _check_nothing_lost(con, start, end, fetcher.where, progress, config=config, now=now,
+            _check_nothing_lost(con, start, end, fetched.where, progress, config=config, now=now,
                                 allow_loss=allow_loss)
             jobs = _stage_jobs(con, config, fetched.jobs)
             _stage(con, "training_progress", fetched.progress)
@@ -122,7 +115,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             _job_times(con, config, s, e)
             replace_window(
                 con, config, ["gpu_usage", "jobs", "training_progress", "job_results"],
-                start, end, source=f"prometheus:{fetcher.where}", where=lambda t: f"ingest from {fetcher.where}",
+                start, end, source=f"prometheus:{fetched.where}", where=lambda t: f"ingest from {fetched.where}",
                 progress=progress, progress_by_window=True,
             )
             _set_job_times(con)
@@ -133,37 +126,32 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
                                 "nothing was changed")
             rebuild(con, config, touched(config, start, end), progress)
-    return IngestResult(start, end, rows, jobs, epochs, fetcher.requests, fetcher.splits)
+    return IngestResult(start, end, rows, jobs, epochs, fetched.requests, fetched.splits)
+
+
+def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Progress) -> "_Fetched":
+    """`_Fetcher.run` with its own client, as the ingest runs it in a child process (forked.py):
+    what the fetch allocates goes with the child, and what the write needs comes back."""
+    _one_heap()
+    client = PrometheusClient(config.prometheus)
+    try:
+        fetcher = _Fetcher(config, client, progress)
+        fetched = fetcher.run(start, end, spill)
+    finally:
+        client.close()
+        spill.close()
+    return replace(fetched, where=fetcher.where, requests=fetcher.requests, splits=fetcher.splits,
+                   files=spill.files)
 
 
 def _one_heap() -> None:
     """Keep the threads that fetch and decode answers on glibc's main heap (M_ARENA_MAX = 1)
-    rather than one heap each: decoded answers freed across several heaps leave them fragmented,
-    and what `_give_back_memory` cannot return grows with the window (BENCHMARKS.md). The
-    threads hold the GIL while they decode, so one heap costs them nothing. Nothing to do off glibc."""
-    libc = _glibc()
+    rather than one heap each: decoded answers freed across several heaps leave them
+    fragmented, and the fetch's peak grows with the window (BENCHMARKS.md). The threads hold
+    the GIL while they decode, so one heap costs them nothing. Nothing to do off glibc."""
+    libc = forked.glibc()
     if libc is not None:
         libc.mallopt(-8, 1)  # M_ARENA_MAX
-
-
-def _glibc():
-    """glibc as a ctypes library, None on other C libraries (musl, macOS, Windows)."""
-    try:
-        if not os.confstr("CS_GNU_LIBC_VERSION"):
-            return None
-        return ctypes.CDLL("libc.so.6")
-    except (AttributeError, OSError, ValueError):  # no such name or library
-        return None
-
-
-def _give_back_memory() -> None:
-    """Collect what the fetch left and hand the freed heap back to the OS (glibc's malloc_trim)
-    before the write: DuckDB then works within its own memory limit next to the Python heap,
-    whose high-water mark from the fetch glibc would otherwise keep. Nothing to do elsewhere."""
-    gc.collect()
-    libc = _glibc()
-    if libc is not None:
-        libc.malloc_trim(0)
 
 
 Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings as codes, _Coded),
@@ -172,9 +160,15 @@ Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings a
 
 @dataclass
 class _Fetched:
+    """What the write needs of the fetch (it comes back from the child process pickled)."""
+
     jobs: dict[str, JobLabels]  # the owners' labels (the pods' and job-info's label sets stay behind)
     progress: Columns
     results: Columns
+    where: str = ""  # the server, for messages and the load's source
+    requests: int = 0
+    splits: int = 0
+    files: list[tuple[int, Path]] = field(default_factory=list)  # the spill's (`_Spill.files`)
 
 
 @dataclass
@@ -939,6 +933,7 @@ class _Spill:
         self.files: list[tuple[int, Path]] = []  # (first interval, file)
         self.gpu_intervals, self.most_seconds = 0, 0.0
         self.probed: set[str] = set()
+        self._con: duckdb.DuckDBPyConnection | None = None
         self._probed_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def __enter__(self) -> "_Spill":
@@ -952,15 +947,28 @@ class _Spill:
         except OSError as exc:
             raise YolocostError(f"{database.parent}: cannot make a scratch folder for the ingest there: "
                                 f"{exc.strerror}") from None
-        # a chunk's rows (some 300,000 at 1,000 GPUs a day) take a few dozen MB in DuckDB
-        self.con = duckdb.connect(config={**db.NO_EXTENSION_DOWNLOADS, "memory_limit": "128MB", "threads": 1})
-        self.con.execute("SET TimeZone = 'UTC'")
-        db.create_schema(self.con)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.con.close()
+        self.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The scratch connection that writes the files, opened by the first chunk: in the
+        process that fetches (a child's DuckDB is not the parent's)."""
+        if self._con is None:
+            # a chunk's rows (some 300,000 at 1,000 GPUs a day) take a few dozen MB in DuckDB
+            self._con = duckdb.connect(config={**db.NO_EXTENSION_DOWNLOADS, "memory_limit": "128MB", "threads": 1})
+            self._con.execute("SET TimeZone = 'UTC'")
+            db.create_schema(self._con)
+        return self._con
+
+    def close(self) -> None:
+        """Close the scratch connection, so its memory goes back."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
     def add(self, rows: Columns) -> None:
         """One chunk's grouped rows (`_grouped`), written to their own file."""
@@ -992,7 +1000,7 @@ class _Spill:
         in time order, each file in order; DuckDB keeps a scan's order). A view, not a table:
         the checks and the insert stream the rows from the files, so a month of a large fleet
         never sits in memory whole. Returns its row count."""
-        self.con.close()  # the scratch connection's memory goes back before the write needs its own
+        self.close()  # the scratch connection's memory goes back before the write needs its own
         files = [literal(str(path)) for _, path in sorted(self.files)]
         source = f"read_parquet([{', '.join(files)}])" if files else "(SELECT * FROM gpu_usage LIMIT 0)"
         types = con.execute("SELECT column_name, column_type FROM (DESCRIBE gpu_usage)").fetchall()

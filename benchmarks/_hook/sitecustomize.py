@@ -110,9 +110,21 @@ if _path:
     _imports = time.monotonic() - _t0
     _hwm["after_imports"] = round(_vmhwm(), 1)
 
-    @atexit.register
-    def _dump():
-        with open(_path, "w") as fh:
+    def _dump(path=_path):
+        with open(path, "w") as fh:
             json.dump({"counts": _counts, "stages": _stages, "hook_import_s": _imports, "peak_rss_after_mib": _hwm, "rss_after_mib": _rss,
                        "request_fingerprints": sorted(_requests),
                        "process_s": time.monotonic() - _t0}, fh)
+
+    atexit.register(_dump)
+    if hasattr(_ing, "_fetch"):  # the fetch runs in a forked child, which leaves without atexit:
+        # it writes its own counts beside the parent's (read together by ingest_bench.read_hook)
+        _fetch = _ing._fetch
+
+        def _fetch_and_dump(*args, **kwargs):
+            try:
+                return _fetch(*args, **kwargs)
+            finally:
+                _dump(_path + ".fetch")
+
+        _ing._fetch = _fetch_and_dump

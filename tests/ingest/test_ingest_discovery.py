@@ -35,17 +35,19 @@ def _ingest(served, folder: Path, chunk_hours: int, monkeypatch) -> tuple[list[t
     folder.mkdir()
     config = load_config(sample_config(served, folder)).with_database(folder / "yc.duckdb")
     config = dataclasses.replace(config, prometheus=dataclasses.replace(config.prometheus, chunk_hours=chunk_hours))
-    asked: list[tuple[int, int]] = []
+    log = folder / "series-requests.txt"  # a file: the fetch runs in a child process
     real = PrometheusClient.series
 
     def series(client, match, start, end):
-        asked.append((round(start), round(end)))
+        with log.open("a") as fh:
+            fh.write(f"{round(start)} {round(end)}\n")
         return real(client, match, start, end)
 
     monkeypatch.setattr(PrometheusClient, "series", series)
     sc = sample.scenario
     ingest(config, dt.datetime.fromtimestamp(sc["start"], UTC), dt.datetime.fromtimestamp(sc["end"], UTC))
     monkeypatch.undo()
+    asked = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
     return asked, config.database
 
 
