@@ -18,6 +18,7 @@ import math
 import re
 import shutil
 import tempfile
+import threading
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -315,9 +316,10 @@ class _Fetcher:
         are queued as soon as its plan is back, so the server always has `concurrency`
         requests to work on (no chunk waits for the slowest query of the one before). A
         chunk's answers are kept only once all of them have arrived; a chunk refused as too
-        big is dropped whole and planned again as two halves. At most `concurrency` + 2
-        requests are out or answered and not yet converted, so decoded answers cannot pile
-        up while this thread converts one (memory stays that of a few answers). A chunk's
+        big is dropped whole and planned again as two halves. Each answer is turned into
+        arrays by the worker thread that fetched it, so decoded JSON lives only as long as its
+        conversion (at most `concurrency` answers at a time); at most `concurrency` + 2
+        requests are out or converted and not yet taken up here. A chunk's
         points, once all in, go to `keep` (with the `_Points` that names their series) and
         are not held here after."""
         grain = self.config.grain_seconds
@@ -337,7 +339,18 @@ class _Fetcher:
             while backlog and len(running) < limit:
                 chunk, name, kind, fn, args = backlog.popleft()
                 if not chunk.dropped:
-                    running[pool.submit(fn, *args)] = (chunk, name, kind)
+                    running[pool.submit(fetch, chunk, name, kind, fn, args)] = (chunk, name, kind)
+
+        def fetch(chunk: _Chunk, name, kind: str, fn, args):
+            """One request's answer, turned into arrays by the thread that fetched it (a plan's
+            and the resets' answers stay as they are): decoded JSON takes some ten times its
+            arrays' memory, and goes at once instead of waiting for this thread."""
+            answer = fn(*args)
+            if kind == "plan" or name == "energy_resets":
+                return answer
+            if kind == "raw":
+                return self._energy_arrays(chunk.points, answer, *name)
+            return self._arrays(chunk.points, answer)
 
         def plan(chunk: _Chunk) -> None:
             chunk.points = _Points(names, chunk.start, chunk.end, grain)
@@ -410,15 +423,13 @@ class _Fetcher:
                         queue(chunk, answer)
                         continue
                     if kind == "raw":
-                        chunk.parts.append(("energy", self._energy_arrays(chunk.points, answer, *name)))
-                    elif name == "energy_resets":
+                        chunk.parts.append(("energy", answer))
+                    elif name in ("energy_resets", "energy_last", "energy_count"):
                         chunk.held[name] = answer
-                    elif name in ("energy_last", "energy_count"):
-                        chunk.held[name] = self._arrays(chunk.points, answer)
                     else:
-                        chunk.parts.append((name, self._arrays(chunk.points, answer)))
+                        chunk.parts.append((name, answer))
                         if kind == "plain" and name == "samples":
-                            chunk.held[name] = chunk.parts[-1][1]
+                            chunk.held[name] = answer
                     if len(chunk.held) == 4:
                         telescope(chunk)
                     chunk.waiting -= 1
@@ -568,6 +579,12 @@ class _Points:
         self.steps = max(1, (end - start) // grain)
         self.ids: dict[tuple, int] = {}
         self.labels: list[dict[str, str]] = []
+        self._numbering = threading.Lock()  # a chunk's answers are converted by several threads
+
+    def sids(self, result: list[dict]) -> np.ndarray:
+        """The series id of each series of an answer, numbering the new ones."""
+        with self._numbering:
+            return np.array([self._sid(s["metric"]) for s in result], np.int64)
 
     def _sid(self, metric: dict[str, str]) -> int:
         # some stores keep the metric name through max_over_time/last_over_time (VictoriaMetrics),
@@ -583,7 +600,7 @@ class _Points:
     def arrays(self, result: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """(key, value) arrays of one query answer, key = series id x steps + grain step."""
         sizes = [len(s["values"]) for s in result]
-        sid = np.repeat(np.array([self._sid(s["metric"]) for s in result], np.int64), sizes)
+        sid = np.repeat(self.sids(result), sizes)
         flat = [v for s in result for v in s["values"]]
         ts = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat))).astype(np.int64)
         value = np.array([v[1] for v in flat], dtype=np.float64)
@@ -624,7 +641,7 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     ms, step_ms, back = 1000, scrape * 1000, promql.LOOKBACK * 1000
     base = start * ms - back  # sample times relative to this, >= 0 for the samples asked for
     sizes = np.array([len(s["values"]) for s in answer], np.int64)
-    sid = np.array([points._sid(s["metric"]) for s in answer], np.int64)
+    sid = points.sids(answer)
     uuids: dict[str, int] = {}
     gpu = np.array([uuids.setdefault(s["metric"].get("UUID", ""), len(uuids)) for s in answer], np.int64)
     flat = [v for s in answer for v in s["values"]]
