@@ -59,13 +59,13 @@ def run(work: Callable[[Progress], T], progress: Progress, what: str) -> T:
     for stream in (sys.stdout, sys.stderr):  # or the child would write what is buffered again
         if stream is not None:
             stream.flush()
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # until the child ignores it
     try:
-        child.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    writer.close()
-    try:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # until the child ignores it
+        try:
+            child.start()
+        finally:  # a Ctrl-C that came meanwhile is raised here, and the child stopped below
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        writer.close()
         while True:
             try:
                 kind, *payload = reader.recv()
@@ -83,9 +83,11 @@ def run(work: Callable[[Progress], T], progress: Progress, what: str) -> T:
                 raise exc
     finally:
         reader.close()
-        if child.is_alive():  # the parent stops early: Ctrl-C, or an error while relaying
-            child.kill()
-        child.join()
+        writer.close()
+        if child.pid is not None:  # started
+            if child.is_alive():  # the parent stops early: Ctrl-C, or an error while relaying
+                child.kill()
+            child.join()
 
 
 def _child(work: Callable[[Progress], T], writer, parent: int) -> None:
