@@ -4,8 +4,10 @@ dies says how, and the child holds none of the parent's locks."""
 
 from __future__ import annotations
 
+import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 
 from yolocost import db, forked
+from yolocost.ingest import _Points
 from yolocost.errors import DataError, YolocostError
 
 
@@ -79,6 +82,75 @@ def test_a_child_killed_by_the_system_is_a_one_line_error():
     assert str(caught.value) == ("the test's child ended by SIGKILL (the system may have run out of memory) "
                                  "before it finished; nothing was changed")
     assert heard == ["started"]
+
+
+def test_a_child_killed_in_the_middle_of_its_answer_is_the_same_one_line_error():
+    """The out-of-memory killer picks the child at its peak, which can be while it sends a big
+    result. A real SIGKILL, timed by the child's own send (no real pipe can be made to stop
+    halfway on cue): 4 KiB of the message go out, then the signal."""
+    def work(say):
+        real = multiprocessing.connection.Connection._send
+
+        def send(self, buf, write=os.write):
+            if len(buf) > 100_000:  # the result's body
+                write(self._handle, memoryview(buf)[:4096])
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(self, buf)
+
+        multiprocessing.connection.Connection._send = send  # in the child only
+        return b"x" * 1_000_000
+
+    with pytest.raises(YolocostError, match=r"^the test's child ended by SIGKILL .* before it finished; "):
+        forked.run(work, print, "the test's child")
+
+
+class _TwoArguments(DataError):
+    def __init__(self, what, why):
+        super().__init__(f"{what}: {why}")
+
+
+class _TwoArgumentsBug(Exception):
+    def __init__(self, what, why):
+        super().__init__(f"{what}: {why}")
+
+
+def test_an_error_the_parent_cannot_rebuild_keeps_its_kind_and_message():
+    """Pickled as (type, args), these cannot be rebuilt from their one message: a YolocostError
+    comes back as one (still one line and exit 2), anything else as a RuntimeError naming it."""
+    def failing(exc):
+        def work(say):
+            raise exc
+        return work
+
+    with pytest.raises(YolocostError) as caught:
+        forked.run(failing(_TwoArguments("the server", "a bad answer")), print, "the test's child")
+    assert str(caught.value) == "the server: a bad answer"
+    assert "_TwoArguments" in str(caught.value.__cause__)  # the child's traceback names it
+    with pytest.raises(RuntimeError, match=r"^_TwoArgumentsBug: x: y$"):
+        forked.run(failing(_TwoArgumentsBug("x", "y")), print, "the test's child")
+
+
+def test_series_are_numbered_once_when_threads_convert_a_chunks_answers_together():
+    """The worker threads number a chunk's series as their answers come (`_Points.sids`): a
+    series in several answers gets one id however the threads interleave. Threads switched
+    as often as Python allows, over rounds of answers converted side by side."""
+    answer = [{"metric": {"UUID": f"GPU-{n}", "job": "j"}, "values": [[300.0, "1"]]} for n in range(5000)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(10):
+            points = _Points(["util"], 0, 3000, 300)
+            got: list = []
+            threads = [threading.Thread(target=lambda: got.append(points.arrays(answer)[0])) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert len(points.labels) == 5000
+            for keys in got:
+                assert (keys == got[0]).all()
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def test_a_child_that_exits_says_its_status():

@@ -81,7 +81,7 @@ class Group(click.Group):
             if state is not None and state.debug:
                 raise
             first = (str(exc).splitlines() or [""])[0]
-            if type(exc).__name__ == "OutOfMemoryException" and type(exc).__module__.startswith("duckdb"):
+            if type(exc).__name__ == "OutOfMemoryException" and type(exc).__module__.lstrip("_").startswith("duckdb"):
                 click.echo(f"error: DuckDB ran out of memory ({first}); raise [database] memory_limit", err=True)
                 ctx.exit(2)
             click.echo(_unexpected(exc), err=True)

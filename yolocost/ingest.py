@@ -13,8 +13,10 @@ second ingest of the same database out while one runs.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
 import math
+import os
 import re
 import shutil
 import tempfile
@@ -149,10 +151,21 @@ def _one_heap() -> None:
     """Keep the threads that fetch and decode answers on glibc's main heap (M_ARENA_MAX = 1)
     rather than one heap each: decoded answers freed across several heaps leave them
     fragmented, and the fetch's peak grows with the window (BENCHMARKS.md). The threads hold
-    the GIL while they decode, so one heap costs them nothing. Nothing to do off glibc."""
-    libc = forked.glibc()
+    the GIL while they decode (the numpy part of their conversions is short), so one heap
+    costs them little. Nothing to do off glibc."""
+    libc = _glibc()
     if libc is not None:
         libc.mallopt(-8, 1)  # M_ARENA_MAX
+
+
+def _glibc():
+    """glibc as a ctypes library, None on other C libraries (musl, macOS, Windows)."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        return ctypes.CDLL("libc.so.6")
+    except (AttributeError, OSError, ValueError):  # no such name or library
+        return None
 
 
 Columns = dict[str, "np.ndarray | _Coded"]  # a table as numpy arrays (strings as codes, _Coded),
@@ -318,7 +331,7 @@ class _Fetcher:
         chunk's answers are kept only once all of them have arrived; a chunk refused as too
         big is dropped whole and planned again as two halves. Each answer is turned into
         arrays by the worker thread that fetched it, so decoded JSON lives only as long as its
-        conversion (at most `concurrency` answers at a time); at most `concurrency` + 2
+        conversion (the small plan and resets answers stay as they are); at most `concurrency` + 2
         requests are out or converted and not yet taken up here. A chunk's
         points, once all in, go to `keep` (with the `_Points` that names their series) and
         are not held here after."""
