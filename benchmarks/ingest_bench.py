@@ -341,15 +341,10 @@ class TreeMemory(threading.Thread):
         self.start()
 
     def run(self) -> None:
-        from reports_bench import _children_map
+        from reports_bench import descendants
 
         while not self.halt.is_set():
-            kids = _children_map()
-            todo, seen = list(kids.get(self.root, ())), []
-            while todo:
-                pid = todo.pop()
-                seen.append(pid)
-                todo.extend(kids.get(pid, ()))
+            seen = descendants(self.root)
             rss = pss = 0
             for pid in seen:
                 try:

@@ -21,33 +21,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from ingest_bench import ROOT, UTC, Prometheus, log  # noqa: E402
+from ingest_bench import ROOT, UTC, Prometheus, log, write_config  # noqa: E402
+from reports_bench import _children_map, _rss  # noqa: E402
 
 DATA = "month-g1000-d31-2026-10-01-s7"
-
-
-def _rss_mib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--days", type=int, default=31)
     ap.add_argument("--memory-limit", default="512MB", help="[database] memory_limit")
+    ap.add_argument("--chunk-hours", type=int, default=24, help="[prometheus] chunk_hours")
+    ap.add_argument("--concurrency", type=int, default=4, help="[prometheus] concurrency")
     ap.add_argument("--workdir", default=str(HERE / ".work"))
     ap.add_argument("--out", default=str(HERE / "results" / "ingest-timeline.json"))
     args = ap.parse_args()
@@ -59,11 +44,7 @@ def main() -> None:
     prom.cmd.append("--storage.tsdb.max-block-duration=12h")  # leave the backfilled blocks as they are
     prom.start()
     try:
-        cfg = scratch / "yolocost.toml"
-        prices = "\n".join(f'[[prices]]\ngpu_model = "{m}"\neffective_from = 2026-01-01\nprice_per_gpu_hour = "2.00"\n'
-                           for m in ("NVIDIA A100-SXM4-80GB", "NVIDIA A10G"))
-        cfg.write_text(f'[cluster]\nname = "bench"\ntimezone = "UTC"\n[prometheus]\nurl = "{prom.url}"\n'
-                       f'scrape_interval_seconds = 30\n[database]\nmemory_limit = "{args.memory_limit}"\n{prices}')
+        cfg = write_config(scratch, prep, prom.url, args)  # the month bench's config
         iso = lambda s: dt.datetime.fromtimestamp(s, UTC).isoformat()  # noqa: E731
         cmd = [str(ROOT / ".venv" / "bin" / "yolocost"), "--config", str(cfg), "--db", str(scratch / "t.duckdb"),
                "-q", "ingest", "--start", iso(start), "--end", iso(start + args.days * 86400)]
@@ -71,8 +52,8 @@ def main() -> None:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
         samples = []
         while proc.poll() is None:
-            samples.append((round(time.monotonic() - t0, 1), _rss_mib(proc.pid),
-                            sum(_rss_mib(c) for c in _children(proc.pid))))
+            children = _children_map().get(proc.pid, ())
+            samples.append((round(time.monotonic() - t0, 1), _rss(proc.pid) >> 20, sum(_rss(c) for c in children) >> 20))
             time.sleep(0.5)
         err = proc.stderr.read().decode()
         if proc.returncode != 0:

@@ -96,14 +96,20 @@ def _cpu(pid: int) -> float:
         return 0.0
 
 
-def tree_rss(root: int, cpu_seen: dict[int, float] | None = None) -> tuple[int, int]:
-    """(RSS of `root` and all its descendants, number of processes); records each one's CPU time."""
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (children, their children, ...), from one read of /proc."""
     kids = _children_map()
-    todo, seen = [root], []
+    todo, seen = list(kids.get(root, ())), []
     while todo:
         pid = todo.pop()
         seen.append(pid)
         todo.extend(kids.get(pid, ()))
+    return seen
+
+
+def tree_rss(root: int, cpu_seen: dict[int, float] | None = None) -> tuple[int, int]:
+    """(RSS of `root` and all its descendants, number of processes); records each one's CPU time."""
+    seen = [root, *descendants(root)]
     if cpu_seen is not None:
         for p in seen:
             cpu_seen[p] = max(cpu_seen.get(p, 0.0), _cpu(p))
