@@ -31,9 +31,14 @@ class GpuIdentity:
     mig_profile: str | None
 
 
+def uuid_of(labels: dict[str, str]) -> str:
+    """The GPU's UUID: `UUID`, or `uuid` as dcgm-exporter --use-old-namespace writes it."""
+    return labels.get("UUID") or labels.get("uuid") or ""
+
+
 def gpu_of(labels: dict[str, str]) -> GpuIdentity | None:
     """The GPU (or MIG instance) a series describes; None when it names no GPU."""
-    uuid = labels.get("UUID")
+    uuid = uuid_of(labels)
     if not uuid:
         return None
     instance = labels.get("GPU_I_ID", "")

@@ -193,8 +193,11 @@ def demo(state: State, out_dir, force):
 @click.option("--allow-loss", is_flag=True,
               help="Replace the window even if the database holds GPU-intervals of it that the server does not "
                    "return (they are deleted).")
+@click.option("--allow-uncounted", is_flag=True,
+              help="Bill the window even where samples of shared, MIG or job-info GPUs could not be counted "
+                   "(scrapes stamped late; the ingest names the GPUs and how much).")
 @pass_state
-def ingest(state: State, month, start, end, allow_loss):
+def ingest(state: State, month, start, end, allow_loss, allow_uncounted):
     """Pull one window of GPU metrics and job labels from Prometheus.
 
     Aggregates dcgm-exporter series to the grain inside Prometheus, attributes each GPU
@@ -207,7 +210,10 @@ def ingest(state: State, month, start, end, allow_loss):
 
     If the database holds usage of the window for GPUs or intervals the server does not
     return (retention passed, a selector or a server that leaves GPUs or hosts out), the
-    ingest stops and names them; --allow-loss replaces the window anyway.
+    ingest stops and names them; --allow-loss replaces the window anyway. Every stored
+    sample counts once wherever in its scrape interval it was stamped; where two samples
+    of a shared, MIG or job-info GPU fall into one scrape step, the ingest stops and names
+    the GPUs; --allow-uncounted bills the window without those samples.
 
     \b
     Example:
@@ -225,7 +231,7 @@ def ingest(state: State, month, start, end, allow_loss):
         window = parse_instant(start, config, "--start"), parse_instant(end, config, "--end")
     else:
         raise YolocostError("give the window: --month YYYY-MM, or --start and --end")
-    result = run_ingest(config, *window, progress=state.log, allow_loss=allow_loss)
+    result = run_ingest(config, *window, progress=state.log, allow_loss=allow_loss, allow_uncounted=allow_uncounted)
     state.log(f"{result.requests} requests to Prometheus, {result.chunks_split} chunk(s) split")
     click.echo(
         f"Ingested {result.start:%Y-%m-%d %H:%M} to {result.end:%Y-%m-%d %H:%M} UTC into {config.database}: "
@@ -693,8 +699,9 @@ def export_finance_command(state: State, month, out):
 @click.option("--month", metavar="YYYY-MM", help="Month to run (default: the previous full month, local time).")
 @click.option("--format", "formats", default="all", show_default=True, metavar="LIST",
               help="What to write, as for `report`: html, pdf, summary, csv, index, or all.")
+@click.option("--allow-uncounted", is_flag=True, help="As for `ingest`.")
 @pass_state
-def monthly(state: State, month, formats):
+def monthly(state: State, month, formats, allow_uncounted):
     """The monthly cron job: ingest the month, write its reports, summary, finance CSV and index.
 
     Safe to rerun (every step replaces what the month had); a second run while one is
@@ -708,7 +715,7 @@ def monthly(state: State, month, formats):
     """
     from .monthly import run_monthly
 
-    result = run_monthly(state.config, month, formats, state.log)
+    result = run_monthly(state.config, month, formats, state.log, allow_uncounted=allow_uncounted)
     csv = (f"finance CSV {result.finance.path} (total {result.finance.total} {result.finance.currency})"
            if result.finance is not None else "no finance CSV (--format has no csv)")
     pruned = (f"; archived {', '.join(m.month for m in result.pruned.months)} (usage rows pruned)"

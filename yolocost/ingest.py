@@ -32,7 +32,7 @@ import duckdb
 import numpy as np
 
 from . import coverage, db, forked, months, promql
-from .attribution import Attribution, JobLabels, gpu_of
+from .attribution import Attribution, JobLabels, gpu_of, uuid_of
 from .config import Config
 from .errors import DataError, YolocostError
 from .load import rebuild, replace_window, touched
@@ -88,11 +88,13 @@ def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
 
 
 def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progress = lambda _: None,
-           now: dt.datetime | None = None, lock: bool = True, allow_loss: bool = False) -> IngestResult:
+           now: dt.datetime | None = None, lock: bool = True, allow_loss: bool = False,
+           allow_uncounted: bool = False) -> IngestResult:
     """Fetch [start, end) from Prometheus and make it the database's contents for that window.
 
     Stored GPU-intervals of the window that the server does not return stop it unless
-    `allow_loss` (coverage.py). `lock=False` is for a caller that already holds the database's
+    `allow_loss` (coverage.py); samples of shared GPUs that could not be counted, unless
+    `allow_uncounted` (`_Fetcher._check_uncounted`). `lock=False` is for a caller that already holds the database's
     lock (`monthly`)."""
     grain = config.grain_seconds
     coverage.check_window(config, start, end, "the window (--start/--end)")
@@ -103,7 +105,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
     with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext(), _Spill(config) as spill:
         # in a child process: the heap the fetch leaves is gone before DuckDB's write starts
-        fetched = forked.run(lambda say: _fetch(config, s, e_fetch, spill, say), progress,
+        fetched = forked.run(lambda say: _fetch(config, s, e_fetch, spill, say, allow_uncounted), progress,
                              "the ingest's fetch process")
         spill.files = fetched.files
         progress("writing to the database")
@@ -132,13 +134,15 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetched.requests, fetched.splits)
 
 
-def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Progress) -> "_Fetched":
+def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Progress,
+           allow_uncounted: bool = False) -> "_Fetched":
     """`_Fetcher.run` with its own client, as the ingest runs it in a child process (forked.py):
     what the fetch allocates goes with the child, and what the write needs comes back."""
     _one_heap()
     client = PrometheusClient(config.prometheus)
     try:
         fetcher = _Fetcher(config, client, progress)
+        fetcher.allow_uncounted = allow_uncounted
         fetched = fetcher.run(start, end, spill)
     finally:
         client.close()
@@ -193,6 +197,7 @@ class _Discovered:
     util_metrics: tuple[str, ...]
     util: bool = False  # any utilization series in the window
     named: bool = False  # any of them with a UUID label
+    uuid_labels: set[str] = field(default_factory=set)  # how they spell it: UUID, uuid (--use-old-namespace)
     has_prof: bool = False  # any DCGM_FI_PROF_GR_ENGINE_ACTIVE series
     job_info: bool = False  # any yolocost_job_info series
     exported: set[str] = field(default_factory=set)  # scrape jobs whose series carry exported_pod
@@ -204,12 +209,13 @@ class _Discovered:
         util = [s for m in self.util_metrics for s in found[m]]
         job_info = found[promql.JOB_INFO]
         self.util = self.util or bool(util)
-        self.named = self.named or any(s.get("UUID") for s in util)
+        self.named = self.named or any(uuid_of(s) for s in util)
+        self.uuid_labels.update(next(k for k in promql.UUID_LABELS if s.get(k)) for s in util if uuid_of(s))
         self.has_prof = self.has_prof or bool(found.get(promql.UTIL_PROF))
         self.job_info = self.job_info or bool(job_info)
         self.exported.update(s.get("job", "") for s in util if s.get("exported_pod"))
-        self.always.update(s.get("UUID", "") for s in job_info)
-        self.always.update(s.get("UUID", "") for s in util if s.get("GPU_I_ID"))
+        self.always.update(uuid_of(s) for s in job_info)
+        self.always.update(uuid_of(s) for s in util if s.get("GPU_I_ID"))
         # the probe's spread of each chunk, then the probe's own over their union: a few
         # series a chunk, drawn as the probe would from the window's
         for s in spread(util):
@@ -224,6 +230,8 @@ class _Fetcher:
         self.where = client.where
         self.requests = 0
         self.splits = 0
+        self.uncounted: dict[tuple[str, str], int] = {}  # (host, GPU) -> samples the grain queries could not count
+        self.allow_uncounted = False
 
     # ---- discovery
     def _series(self, metrics: list[str], start: int, end: int) -> dict[str, list[dict[str, str]]]:
@@ -278,6 +286,12 @@ class _Fetcher:
                 f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} carry no UUID label, which "
                 "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, Hostname)"
             )
+        if len(seen.uuid_labels) > 1:
+            raise DataError(
+                f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} name GPUs by UUID on some "
+                "hosts and by uuid (dcgm-exporter --use-old-namespace) on others; yolocost reads one spelling per "
+                "ingest: run the exporters alike, or ingest the two groups apart with [prometheus] selector"
+            )
         for metric in needed:
             if metric not in present:
                 raise DataError(
@@ -288,7 +302,7 @@ class _Fetcher:
         # leave out what the window does not need: each part costs the server time per step
         utilization = cfg.utilization if cfg.utilization != "auto" or seen.has_prof else "dev"
         self.queries = replace(self.queries, exported_jobs=tuple(sorted(seen.exported)),
-                                job_info=seen.job_info, utilization=utilization)
+                                job_info=seen.job_info, utilization=utilization, uuid=min(seen.uuid_labels))
         probe = StoreProbe(self.client, start, end, cfg.grain_seconds, cfg.prometheus.scrape_interval_seconds, self.say)
         facts = probe.measure(list(seen.probe_sample.values()))  # range semantics and scrape interval, measured
         self.requests += probe.requests
@@ -300,11 +314,29 @@ class _Fetcher:
         self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
                                                                                             attribution)))
         probe.requests = 0
-        probe.spot_check(facts, *spill.probed_rows())
+        probe.spot_check(facts, *spill.probed_rows(), {gpu: n for (_, gpu), n in self.uncounted.items()})
         self.requests += probe.requests
+        self._check_uncounted()
         _check_scrape_interval(spill.gpu_intervals, spill.most_seconds, cfg, self.where)
         progress_rows, results = self._training(start, end)
         return _Fetched(attribution.jobs, progress_rows, results)
+
+    def _check_uncounted(self) -> None:
+        """Samples of joined GPUs (shared, MIG, job-info) that two fell into one scrape step of a
+        series: stop, naming the GPUs and how much, unless `allow_uncounted` (then say it)."""
+        if not self.uncounted:
+            return
+        scrape = self.config.prometheus.scrape_interval_seconds
+        worst = sorted(self.uncounted.items(), key=lambda kv: (-kv[1], kv[0]))
+        named = ", ".join(f"{gpu} on {host} ({n:,} samples, {n * scrape:,} s)" for (host, gpu), n in worst[:3])
+        more = f" and {len(worst) - 3} more" if len(worst) > 3 else ""
+        total = sum(self.uncounted.values())
+        what = (f"{total:,} samples ({total * scrape:,} GPU-seconds) of {len(worst)} shared, MIG or job-info GPU(s) "
+                f"at {self.where} were stamped so late that two fell into one {scrape} s scrape step, where their "
+                f"owners are decided: {named}{more}")
+        if not self.allow_uncounted:
+            raise DataError(f"{what}; nothing was written. Pass --allow-uncounted to bill the window without them")
+        self.say(f"warning: --allow-uncounted: {what}; the window is billed without them")
 
     def _matching(self) -> str:
         sel = self.config.prometheus.selector
@@ -363,6 +395,8 @@ class _Fetcher:
                 return answer
             if kind == "raw":
                 return self._energy_arrays(chunk.points, answer, *name)
+            if kind == "rawutil":
+                return self._busy_idle_arrays(chunk.points, answer, *name)
             return self._arrays(chunk.points, answer)
 
         def plan(chunk: _Chunk) -> None:
@@ -371,12 +405,13 @@ class _Fetcher:
                  chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
-            shared = {r["metric"].get("UUID", "") for r in plan_answer}
+            shared = {uuid_of(r["metric"]) for r in plan_answer}
             special = sorted((always_special | shared) - {""})
             plain = self.queries.only(special, keep=False)
             queries = [(name, "plain", q) for name, q in plain.plain_queries().items()]
             if special:
-                queries += [(name, "part", q) for name, q in self.queries.only(special, keep=True).grain_queries().items()]
+                joined = self.queries.only(special, keep=True)
+                queries += [(name, "part", q) for name, q in {**joined.grain_queries(), **joined.series_counts()}.items()]
             chunk.waiting = len(queries) + 1
             for name, kind, q in queries:
                 send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
@@ -388,16 +423,36 @@ class _Fetcher:
             a grain allows it, raw samples asked for the rest."""
             held = chunk.held
             keys, values, raw = _telescoped_energy(
-                chunk.points, held["samples"], held["energy_last"], held["energy_count"],
-                {r["metric"].get("UUID", "") for r in held["energy_resets"]},
+                chunk.points, held["slots"], held["energy_last"], held["energy_count"],
+                {uuid_of(r["metric"]) for r in held["energy_resets"]},
                 self.config.prometheus.scrape_interval_seconds)
             chunk.parts.append(("energy", (keys, values)))
-            chunk.held = {}
+            chunk.telescoped = True
+            for name in ("energy_last", "energy_count", "energy_resets"):
+                del held[name]
             chunk.waiting += len(raw)
             for a, b, wanted in raw:
                 # the GPUs named: excluding the chunk's special ones instead costs the server more
                 which = self.queries.only(sorted(wanted), keep=True)
                 send(chunk, (a, b, wanted), "raw", self.client.query, which.energy_samples(b - a), b)
+
+        def exact(chunk: _Chunk) -> None:
+            """The plain GPUs' busy and idle counts, taken from raw samples where a subquery
+            step held two samples of a series (`GrainQueries.plain_queries`)."""
+            held = chunk.held
+            self._check_steps(chunk.points, held["samples"], held["slots"])
+            collided = _collided(held["samples"], held["slots"])
+            for name in ("busy", "idle"):
+                key, value = held.pop(name)
+                keep = ~np.isin(key, collided)
+                chunk.parts.append((name, (key[keep], value[keep])))
+            chunk.exact = True
+            pieces = _by_hour(chunk.points, collided)
+            chunk.waiting += len(pieces)
+            for a, b, cells in pieces:
+                uuids = sorted({uuid_of(chunk.points.labels[k // chunk.points.steps]) for k in cells.tolist()})
+                send(chunk, (a, b, cells), "rawutil", self.client.query,
+                     self.queries.only(uuids, keep=True).raw_util_samples(b - a), b)
 
         def split(chunk: _Chunk, too_big: QueryTooBig) -> None:
             chunk.dropped = True
@@ -437,14 +492,22 @@ class _Fetcher:
                         continue
                     if kind == "raw":
                         chunk.parts.append(("energy", answer))
-                    elif name in ("energy_resets", "energy_last", "energy_count"):
+                    elif kind == "rawutil":
+                        chunk.parts += [("busy", answer[0]), ("idle", answer[1])]
+                    elif kind == "part" and name in _SERIES_COUNTS:
+                        chunk.counts[name] = answer
+                        if len(chunk.counts) == len(_SERIES_COUNTS):
+                            self._uncounted(chunk.points, chunk.counts)
+                    elif kind == "plain" and name in _HELD:
                         chunk.held[name] = answer
+                        if name == "samples":
+                            chunk.parts.append((name, answer))
                     else:
                         chunk.parts.append((name, answer))
-                        if kind == "plain" and name == "samples":
-                            chunk.held[name] = answer
-                    if len(chunk.held) == 4:
+                    if not chunk.telescoped and all(n in chunk.held for n in _TELESCOPE):
                         telescope(chunk)
+                    if not chunk.exact and all(n in chunk.held for n in _EXACT):
+                        exact(chunk)
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
                         columns = chunk.points.keep_chunk(chunk.parts)
@@ -469,6 +532,48 @@ class _Fetcher:
         except (TypeError, ValueError, IndexError, KeyError):
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
                                         "numbers") from None
+
+    def _busy_idle_arrays(self, points: "_Points", answer: list[dict], start: int, end: int,
+                          cells: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """`_raw_busy_idle` of the raw utilization samples of [start, end), a point that is not a
+        [time, "value"] pair stopping the ingest, naming the server (as `_arrays`)."""
+        q = self.queries
+        try:
+            return _raw_busy_idle(points, answer, cells, q.busy, q.idle)
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
+                                        "numbers") from None
+
+    def _uncounted(self, points: "_Points", counts: dict) -> None:
+        """Samples of the joined GPUs that the grain queries could not count (two in one
+        subquery step of a series), per GPU: `series_counts` raw samples minus steps held."""
+        (key, samples), slots = counts.pop("series_samples"), counts.pop("series_slots")
+        self._check_steps(points, (key, samples), slots)
+        short = samples - np.nan_to_num(_aligned(key, *slots))
+        for k, n in zip(key[short > 0].tolist(), short[short > 0].tolist()):
+            gpu = gpu_of(points.labels[k // points.steps])
+            if gpu is not None:
+                self.uncounted[(gpu.hostname, gpu.gpu_uuid)] = self.uncounted.get((gpu.hostname, gpu.gpu_uuid), 0) + int(n)
+
+    def _check_steps(self, points: "_Points", samples: tuple[np.ndarray, np.ndarray],
+                     slots: tuple[np.ndarray, np.ndarray]) -> None:
+        """A scrape step holds at most two samples of a series however late they were stamped
+        (scrapes start an interval apart): fewer steps than half the raw samples means the
+        store bounds ranges otherwise than measured (storeprobe.py). Stop, naming a series."""
+        key, count = samples
+        held = np.nan_to_num(_aligned(key, *slots))
+        wrong = np.flatnonzero(2 * held < count)
+        if len(wrong):
+            k = int(key[wrong[0]])
+            at = points.start + (k % points.steps) * points.grain
+            labels = points.labels[k // points.steps]
+            series = ", ".join(f"{n}={labels[n]}" for n in ("UUID", "uuid", "GPU_I_ID", "pod", "instance")
+                               if labels.get(n))
+            raise DataError(
+                f"{self.where} answers the grain queries otherwise than its ranges were measured: the series "
+                f"{{{series}}} holds {int(count[wrong[0]])} raw samples in the {points.grain} s from "
+                f"{coverage.at_epoch(at)} but only {int(held[wrong[0]])} of its scrape steps hold one; nothing was written"
+            )
 
     def _arrays(self, points: "_Points", answer: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """`points.arrays(answer)`; a point that is not a [time, "value"] pair on the query's
@@ -566,6 +671,12 @@ class _Fetcher:
         return progress, table
 
 
+_TELESCOPE = ("slots", "energy_last", "energy_count", "energy_resets")  # what `telescope` reads
+_EXACT = ("samples", "slots", "busy", "idle")  # what `exact` reads
+_HELD = set(_TELESCOPE + _EXACT)
+_SERIES_COUNTS = ("series_samples", "series_slots")
+
+
 @dataclass(eq=False)
 class _Chunk:
     """One request window of the grain queries and what has come back for it so far."""
@@ -576,7 +687,10 @@ class _Chunk:
     dropped: bool = False  # refused as too big: split, answers ignored
     parts: list = field(default_factory=list)
     points: "_Points | None" = None  # its series, numbered apart from every other chunk's
-    held: dict = field(default_factory=dict)  # the plain GPUs' answers `telescope` reads, until it has
+    held: dict = field(default_factory=dict)  # the plain GPUs' answers `telescope` and `exact` read
+    telescoped: bool = False  # the plain GPUs' energy is settled (raw requests sent)
+    exact: bool = False  # the plain GPUs' busy and idle are settled (raw requests sent)
+    counts: dict = field(default_factory=dict)  # the joined GPUs' `series_counts` answers
 
 
 class _Points:
@@ -656,14 +770,14 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     sizes = np.array([len(s["values"]) for s in answer], np.int64)
     sid = points.sids(answer)
     uuids: dict[str, int] = {}
-    gpu = np.array([uuids.setdefault(s["metric"].get("UUID", ""), len(uuids)) for s in answer], np.int64)
+    gpu = np.array([uuids.setdefault(uuid_of(s["metric"]), len(uuids)) for s in answer], np.int64)
     flat = [v for s in answer for v in s["values"]]
     t = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * ms).astype(np.int64) - base
     value = np.array([v[1] for v in flat], dtype=np.float64)
     del flat
     n = (end - start) // scrape  # steps k = 1..n at start + k * scrape; k = 0 only as "before"
     steps = step_ms * np.arange(n + 1, dtype=np.int64) + back  # relative times of steps 0..n
-    keep = (t >= 0) & (t < steps[-1])
+    keep = (t >= 0) & (t < steps[-1]) & ~np.isnan(value)  # a NaN is a staleness marker, no sample
     if not keep.all():
         sizes = np.bincount(np.repeat(np.arange(len(answer)), sizes)[keep], minlength=len(answer))
         t, value = t[keep], value[keep]
@@ -707,9 +821,9 @@ def _raw_energy(points: "_Points", answer: list[dict], start: int, end: int, wan
                 scrape: int) -> tuple[np.ndarray, np.ndarray]:
     """`_energy_points` of raw samples of (start, end], kept for the `wanted` grain steps of each
     GPU (a piece of `_telescoped_energy`'s; the answer may hold more)."""
-    answer = [s for s in answer if s["metric"].get("UUID", "") in wanted]
+    answer = [s for s in answer if uuid_of(s["metric"]) in wanted]
     keys, values = _energy_points(points, answer, start, end, scrape)
-    keep = np.array([k % points.steps in wanted[points.labels[k // points.steps].get("UUID", "")]
+    keep = np.array([k % points.steps in wanted[uuid_of(points.labels[k // points.steps])]
                      for k in keys.tolist()], bool)
     return keys[keep], values[keep]
 
@@ -735,7 +849,7 @@ def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray]
     grain, steps = points.grain, points.steps
     full, back = grain // scrape, -(-promql.LOOKBACK // grain)  # grains the LOOKBACK reaches into
     uuids: dict[str, int] = {}
-    gpu_of_sid = np.array([uuids.setdefault(labels.get("UUID", ""), len(uuids)) for labels in points.labels],
+    gpu_of_sid = np.array([uuids.setdefault(uuid_of(labels), len(uuids)) for labels in points.labels],
                           np.int64)
     shape = (len(uuids), steps)
 
@@ -786,6 +900,52 @@ def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray]
         first, end = min(map(min, wanted.values())), max(map(max, wanted.values())) + 1
         pieces.append((points.start + first * grain, points.start + end * grain, wanted))
     return series[ok] * steps + j[ok], (now - before)[ok], pieces
+
+
+def _collided(samples: tuple[np.ndarray, np.ndarray], slots: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Keys (series x grain step) whose raw sample count differs from the subquery steps that
+    hold a sample: some step held two samples of the series (sorted)."""
+    key, count = samples
+    held = np.nan_to_num(_aligned(key, *slots))
+    return np.sort(key[held != count])
+
+
+def _by_hour(points: "_Points", cells: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """The cells (series x grain step) grouped by the hour they lie in, as (start, end, cells):
+    one raw request per hour reads all of them (as `_telescoped_energy`'s pieces)."""
+    per = max(1, RAW_SECONDS // points.grain)
+    step = cells % points.steps
+    pieces = []
+    for hour in np.unique(step // per).tolist():
+        mine = cells[step // per == hour]
+        first, last = int((mine % points.steps).min()), int((mine % points.steps).max())
+        pieces.append((points.start + first * points.grain, points.start + (last + 1) * points.grain, mine))
+    return pieces
+
+
+def _raw_busy_idle(points: "_Points", answer: list[dict], cells: np.ndarray, busy: float, idle: float
+                   ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Samples above `busy` and below `idle` per cell (series x grain step, every one of
+    `cells`, zeros included) from the utilization metrics' raw samples: each stored sample
+    counts once. A NaN (a staleness marker, which some stores return as a sample) is no
+    sample. Where a series has DCGM_FI_PROF_GR_ENGINE_ACTIVE samples in a grain, only those
+    count (x 100), as the grain queries prefer it (`GrainQueries._raw_util`)."""
+    sizes = [len(s["values"]) for s in answer]
+    sid = np.repeat(points.sids(answer), sizes)
+    prof = np.repeat(np.array([s["metric"].get("__name__") == promql.UTIL_PROF for s in answer], bool), sizes)
+    flat = [v for s in answer for v in s["values"]]
+    ms = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * 1000).astype(np.int64)
+    value = np.array([v[1] for v in flat], dtype=np.float64)
+    step = (ms - points.start * 1000) // (points.grain * 1000)
+    key = sid * points.steps + step
+    keep = ~np.isnan(value) & np.isin(key, cells)
+    key, value, prof = key[keep], np.where(prof[keep], value[keep] * 100, value[keep]), prof[keep]
+    keep = prof | ~np.isin(key, key[prof])
+    key, value = key[keep], value[keep]
+    at = np.searchsorted(cells, key)
+    n = len(cells)
+    return ((cells, np.bincount(at, value > busy, n).astype(np.float64)),
+            (cells, np.bincount(at, value < idle, n).astype(np.float64)))
 
 
 def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:

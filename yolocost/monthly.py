@@ -40,15 +40,16 @@ def previous_month(config: Config, now: dt.datetime | None = None) -> str:
 
 
 def run_monthly(config: Config, month: str | None = None, formats: str | tuple[str, ...] = FORMATS,
-                progress: Progress = lambda _: None) -> MonthlyResult:
+                progress: Progress = lambda _: None, allow_uncounted: bool = False) -> MonthlyResult:
     """Ingest one month (default: the previous one) and write its documents in `formats`
-    (yolocost.report.FORMATS: reports, summary, finance CSV, index), under one lock."""
+    (yolocost.report.FORMATS: reports, summary, finance CSV, index), under one lock.
+    `allow_uncounted` as for `ingest`."""
     month = month or previous_month(config)
     start, end = month_window(config, month)
     preflight(config, formats)  # a run that cannot render must not ingest first
     with db.exclusive(config.database, f"monthly {month}"):
         progress(f"monthly {month}: ingest")
-        ingested = ingest(config, start, end, progress, lock=False)
+        ingested = ingest(config, start, end, progress, lock=False, allow_uncounted=allow_uncounted)
         progress(f"monthly {month}: reports")
         reports = render_reports(config, month, ("all",), formats, None, progress)
         progress(f"monthly {month}: prune usage rows older than {config.retention_days} days")

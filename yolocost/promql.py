@@ -39,8 +39,8 @@ EPOCH_METRIC = "yolocost_epoch_metric"
 EPOCH_END = "yolocost_epoch_end_time_seconds"
 JOB_RESULT = "yolocost_job_result"
 
-GPU = "UUID, GPU_I_ID"  # a GPU or MIG instance
-GPU_LABELS = "UUID, GPU_I_ID, GPU_I_PROFILE, gpu, modelName, Hostname, hostname"
+UUID_LABELS = ("UUID", "uuid")  # dcgm-exporter's spelling, and its --use-old-namespace one
+GPU_LABELS = "UUID, uuid, GPU_I_ID, GPU_I_PROFILE, gpu, modelName, Hostname, hostname"
 # labels that make a dcgm series someone's (see docs/prometheus-inputs.md)
 OWNER_LABELS = ("hpc_job", "exported_pod", "pod_name", "pod")
 JOB_INFO_MARK = "yolocost_owner"  # added to owners that come from yolocost_job_info
@@ -60,6 +60,12 @@ class GrainQueries:
     left_open: bool = False  # ranges leave out their start (Prometheus 3, VictoriaMetrics): measured
     exported_jobs: tuple[str, ...] = ()  # scrape jobs whose series carry exported_pod
     job_info: bool = True  # the window holds yolocost_job_info series (else that join is left out)
+    uuid: str = "UUID"  # the label naming a GPU: "uuid" where dcgm-exporter runs --use-old-namespace
+
+    @property
+    def gpu(self) -> str:
+        """The labels of a GPU or MIG instance (a MIG instance's UUID is its parent's)."""
+        return f"{self.uuid}, GPU_I_ID"
 
     # ---- building blocks
     def _range(self, seconds: int) -> str:
@@ -94,27 +100,29 @@ class GrainQueries:
     def owners(self) -> str:
         """One series per GPU x owner per step, valued 1/(owners of that GPU at that step)."""
         u = self.util()
-        series = f"({u} * 0 + 1) / on({GPU}) group_left() (count by ({GPU}) ({u}))"
+        series = f"({u} * 0 + 1) / on({self.gpu}) group_left() (count by ({self.gpu}) ({u}))"
         if not self.job_info:  # the join costs the server more than the rest: skip it when idle
             return series
         job_info = self._fresh(JOB_INFO)
-        claims = f"({job_info} / on({GPU}) group_left() (count by ({GPU}) ({job_info})))"
-        gpus = f"topk by ({GPU}) (1, group by ({GPU_LABELS}) ({self._unowned_util()}))"
+        if self.uuid != "UUID":  # yolocost_job_info names the GPU UUID, as the runner writes it
+            job_info = f'label_replace({job_info}, "{self.uuid}", "$1", "UUID", "(.+)")'
+        claims = f"({job_info} / on({self.gpu}) group_left() (count by ({self.gpu}) ({job_info})))"
+        gpus = f"topk by ({self.gpu}) (1, group by ({GPU_LABELS}) ({self._unowned_util()}))"
         by_job_info = (
-            f'label_replace({claims} * on({GPU}) group_left(GPU_I_PROFILE, gpu, modelName, Hostname, hostname) '
+            f'label_replace({claims} * on({self.gpu}) group_left(GPU_I_PROFILE, gpu, modelName, Hostname, hostname) '
             f'({gpus}), "{JOB_INFO_MARK}", "job_info", "", "")'
         )
-        return f"(({series}) unless on({GPU}) {by_job_info}) or {by_job_info}"
+        return f"(({series}) unless on({self.gpu}) {by_job_info}) or {by_job_info}"
 
     def _per_gpu(self, expr: str) -> str:
-        return f"max by ({GPU}) ({expr})"
+        return f"max by ({self.gpu}) ({expr})"
 
     def _sub(self, expr: str) -> str:
         return f"({expr})[{self._range(self.grain)}:{self.scrape}s]"
 
     def _instances(self) -> str:
         """MIG instances present per physical GPU (1 for a whole GPU)."""
-        return f"count by (UUID) (count by ({GPU}) ({self.util()}))"
+        return f"count by ({self.uuid}) (count by ({self.gpu}) ({self.util()}))"
 
     def _energy_delta(self) -> str:
         """Counter increase per physical GPU since the previous step; a drop is a reset.
@@ -124,7 +132,7 @@ class GrainQueries:
         `last_over_time` rather than an instant selector: Prometheus looks an instant selector
         back 5 minutes, VictoriaMetrics only about a scrape interval."""
         def last(offset_ms: int) -> str:
-            return f"max by (UUID) (last_over_time({self._sel(ENERGY)}[{self._range(LOOKBACK)}] offset {offset_ms}ms))"
+            return f"max by ({self.uuid}) (last_over_time({self._sel(ENERGY)}[{self._range(LOOKBACK)}] offset {offset_ms}ms))"
 
         now, before = last(1), last(self.scrape * 1000 + 1)
         return f"(({now} - {before}) >= 0 or ({now} < {before}))"
@@ -133,28 +141,28 @@ class GrainQueries:
     def grain_queries(self) -> dict[str, str]:
         o = f"({self.owners()})"
         u = self._per_gpu(self.util())
-        per_instance = f"on(UUID) group_left() ({self._instances()})"
+        per_instance = f"on({self.uuid}) group_left() ({self._instances()})"
         return {
             # samples held (1/n when shared); x scrape interval = seconds_present
             "samples": f"sum_over_time({self._sub(o)})",
             # samples above the busy threshold: the basis of effective compute density. A filter
             # (`and`, `>` without bool) keeps labels as they are, which costs the server a
             # fraction of what `> bool` does (that rebuilds every sample's label set)
-            "busy": f"sum_over_time({self._sub(f'{o} and on({GPU}) ({u} > {self.busy:g})')})",
+            "busy": f"sum_over_time({self._sub(f'{o} and on({self.gpu}) ({u} > {self.busy:g})')})",
             # samples below the idle threshold: idle waste
-            "idle": f"sum_over_time({self._sub(f'{o} and on({GPU}) ({u} < {self.idle:g})')})",
+            "idle": f"sum_over_time({self._sub(f'{o} and on({self.gpu}) ({u} < {self.idle:g})')})",
             # utilization summed over held samples; / samples = mean utilization
-            "util": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({u})')})",
+            "util": f"sum_over_time({self._sub(f'{o} * on({self.gpu}) group_left() ({u})')})",
             # peak framebuffer while held
-            "mem_peak": f"max_over_time({self._sub(f'{o} * 0 + on({GPU}) group_left() ({self._per_gpu(self._fresh(FB_USED))})')})",
+            "mem_peak": f"max_over_time({self._sub(f'{o} * 0 + on({self.gpu}) group_left() ({self._per_gpu(self._fresh(FB_USED))})')})",
             # power summed over held samples; / samples = mean power. MIG instances report
             # their parent's power, so the energy cross-check below splits it per instance
-            "power": f"sum_over_time({self._sub(f'{o} * on({GPU}) group_left() ({self._per_gpu(self._fresh(POWER))})')})",
+            "power": f"sum_over_time({self._sub(f'{o} * on({self.gpu}) group_left() ({self._per_gpu(self._fresh(POWER))})')})",
             "power_energy": "sum_over_time(" + self._sub(
-                f"{o} * on(UUID) group_left() (max by (UUID) ({self._fresh(POWER)})) / {per_instance}"
+                f"{o} * on({self.uuid}) group_left() (max by ({self.uuid}) ({self._fresh(POWER)})) / {per_instance}"
             ) + ")",
             # counter deltas of the physical GPU given to the owners of the later sample
-            "energy": "sum_over_time(" + self._sub(f"{o} * on(UUID) group_left() {self._energy_delta()} / {per_instance}") + ")",
+            "energy": "sum_over_time(" + self._sub(f"{o} * on({self.uuid}) group_left() {self._energy_delta()} / {per_instance}") + ")",
         }
 
     # ---- the cheap path: GPUs with one series at a time, no job-info claims, no MIG
@@ -162,32 +170,71 @@ class GrainQueries:
         """The same queries restricted to (keep) or excluding (not keep) some GPUs by UUID."""
         op = "=~" if keep else "!~"
         regex = "|".join(re.escape(u) for u in sorted(uuids))
-        extra = f'UUID{op}"{_quote(regex)}"'
+        extra = f'{self.uuid}{op}"{_quote(regex)}"'
         return dataclasses.replace(self, selector=f"{self.selector}, {extra}" if self.selector else extra)
+
+    def _raw(self, fn: str, metric: str, seconds: int) -> str:
+        """`fn` over the raw samples of the `seconds` before a step (less 1 ms, as `fresh`):
+        every stored sample counts once, wherever in its scrape interval it was stamped."""
+        return f"{fn}({self._sel(metric)}[{self._range(seconds)}] offset 1ms)"
+
+    def _raw_util(self, fn: str, scale: bool = True) -> str:
+        """`_raw` of the utilization metric(s); `auto` prefers the profiling metric per series
+        and grain (x 100 where `scale`)."""
+        dev = self._raw(fn, UTIL_DEV, self.grain)
+        prof = self._raw(fn, UTIL_PROF, self.grain) + (" * 100" if scale else "")
+        if self.utilization == "dev":
+            return dev
+        if self.utilization == "prof":
+            return f"({prof})"
+        return f"({prof} or {dev})"
 
     def plain_queries(self) -> dict[str, str]:
         """Per-series queries for GPUs that `special_gpus` did not flag: each dcgm series is
         one owner's (or nobody's) at every sample, so no attribution join is needed, which
-        makes these an order of magnitude cheaper for the server than `grain_queries`."""
+        makes these an order of magnitude cheaper for the server than `grain_queries`.
+
+        Samples, utilization, memory and power are read over raw ranges: exact for any
+        scrape offset, lateness or jitter. Busy and idle need a filter on each sample, which
+        PromQL applies only at subquery steps (one per scrape interval): those count a
+        sample per step, and `slots` counts the steps that hold one. Where `slots` is less
+        than `samples`, two samples fell into one step (a scrape stamped late, past a step
+        boundary) and the ingest counts busy and idle from the raw samples instead
+        (`raw_util_samples`; ingest.py `_exact_busy_idle`)."""
         u = self.util()
         return {
-            "samples": f"count_over_time({self._sub(u)})",
+            "samples": self._raw_util("count_over_time", scale=False),
+            "slots": f"count_over_time({self._sub(u)})",
             # counted through a filter, not summed as `> bool` (see grain_queries); an interval
             # with no such sample has no point, which the ingest reads as 0
             "busy": f"count_over_time({self._sub(f'{u} > {self.busy:g}')})",
             "idle": f"count_over_time({self._sub(f'{u} < {self.idle:g}')})",
-            "util": f"sum_over_time({self._sub(u)})",
-            "mem_peak": f"max_over_time({self._sub(self._fresh(FB_USED))})",
-            "power": f"sum_over_time({self._sub(self._fresh(POWER))})",
+            "util": self._raw_util("sum_over_time"),
+            "mem_peak": self._raw("max_over_time", FB_USED, self.grain),
+            "power": self._raw("sum_over_time", POWER, self.grain),
             # energy: no per-step deltas here (they cost the server the most of all). Summed over
             # a grain, a counter's deltas come to its last value minus the one before wherever
             # nothing interrupts them: these give each series' last value and sample count per
             # grain, `energy_resets` the series whose counter dropped, and the ingest differences
             # the values where that settles a grain (ingest.py `_telescoped_energy`); the other
             # grains it computes from raw samples (`energy_samples`)
-            "energy_last": f"last_over_time({self._sel(ENERGY)}[{self._range(self.grain)}] offset 1ms)",
-            "energy_count": f"count_over_time({self._sel(ENERGY)}[{self._range(self.grain)}] offset 1ms)",
+            "energy_last": self._raw("last_over_time", ENERGY, self.grain),
+            "energy_count": self._raw("count_over_time", ENERGY, self.grain),
         }
+
+    def raw_util_samples(self, seconds: int) -> str:
+        """The utilization metric(s)' raw samples of the `seconds` before a time (less 1 ms,
+        as `fresh`): what busy and idle are counted from where a subquery step held two."""
+        names = {"dev": (UTIL_DEV,), "prof": (UTIL_PROF,)}.get(self.utilization, (UTIL_DEV, UTIL_PROF))
+        pattern = "|".join(map(re.escape, names))
+        return f'{self._sel("", f"__name__=~{chr(34)}{_quote(pattern)}{chr(34)}")}[{self._range(seconds)}] offset 1ms'
+
+    def series_counts(self) -> dict[str, str]:
+        """Per utilization series, its raw samples and the subquery steps holding one: for the
+        joined GPUs, whose owners are decided per step, a difference means samples the grain
+        queries could not count (`slots` above)."""
+        return {"series_samples": self._raw_util("count_over_time", scale=False),
+                "series_slots": f"count_over_time({self._sub(self.util())})"}
 
     def energy_resets(self, seconds: int) -> str:
         """Energy series whose counter drops in the `seconds` before a time (less 1 ms, as
@@ -205,7 +252,7 @@ class GrainQueries:
     def special_gpus(self, seconds: int) -> str:
         """GPUs with more than one series at some sample of the last `seconds` (shared GPU,
         duplicated scrape, owner change within one sample): they need the attribution join."""
-        return f"max_over_time((count by ({GPU}) ({self.util()}))[{self._range(seconds)}:{self.scrape}s]) > 1"
+        return f"max_over_time((count by ({self.gpu}) ({self.util()}))[{self._range(seconds)}:{self.scrape}s]) > 1"
 
     # ---- checks and metadata
     def selector_for(self, metric: str) -> str:

@@ -41,7 +41,6 @@ PROBE_GPUS = 3  # series (of different GPUs) probed per round
 PROBE_ROUNDS = 4  # rounds of candidates tried before giving up on finding samples
 LOCATE_POINTS = 500  # at most this many coarse bins over the window
 SCRAPE_TOLERANCE = 0.1  # measured vs configured scrape interval, relative
-SPOT_CHECK_SHARE = 0.9  # the grain queries must find at least this share of the raw samples
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def _without_name(labels: dict[str, str]) -> dict[str, str]:
 
 
 def _short(labels: dict[str, str]) -> str:
-    keep = [k for k in ("__name__", "UUID", "GPU_I_ID", "instance") if labels.get(k)]
+    keep = [k for k in ("__name__", "UUID", "uuid", "GPU_I_ID", "instance") if labels.get(k)]
     return "{" + ", ".join(matcher(k, labels[k]) for k in keep) + "}"
 
 
@@ -148,7 +147,9 @@ class StoreProbe:
                     continue
                 self.requests += 1
                 answer = self.client.query(f"{_exact(dict(labels))}[{self.bin_seconds}s]", at)
-                stamps = [round(float(t) * 1000) for s in answer for t, _ in s.get("values", [])]
+                # a NaN is a staleness marker (VictoriaMetrics returns them in raw ranges), no sample
+                stamps = [round(float(t) * 1000) for s in answer for t, v in s.get("values", [])
+                          if not math.isnan(float(v))]
                 if len(stamps) >= 2:
                     out.append((dict(labels), np.unique(np.array(stamps, np.int64))))
             if out:
@@ -232,13 +233,16 @@ class StoreProbe:
 
     # ---- after the grain queries
     def spot_check(self, facts: StoreFacts, gpu_uuid: np.ndarray, interval_start: np.ndarray,
-                   samples: np.ndarray) -> None:
+                   samples: np.ndarray, uncounted: dict[str, int] | None = None) -> None:
         """The grain queries' samples on each probed GPU against the raw samples counted there.
 
-        Every raw sample of a probed series falls in one scrape step of its GPU, so the GPU's
-        samples summed over its owners cannot be fewer (a few less where jitter puts two
-        samples in one step). Far fewer means the store answered the grain queries otherwise
-        than measured: stop rather than write a short or zero bill."""
+        Every raw sample of a probed series is counted for its GPU (the plain GPUs' samples
+        are raw counts; the joined GPUs' count each scrape step's sample once among their
+        owners), so the GPU's samples summed over its owners cannot be fewer, less those
+        the ingest found it could not count (`uncounted`, per GPU). Fewer means the store
+        answered the grain queries otherwise than measured: stop rather than write a short
+        or zero bill."""
+        uncounted = uncounted or {}
         if not facts.series or facts.bins == 0:
             return
         width = facts.bin_seconds
@@ -262,7 +266,7 @@ class StoreProbe:
         inside = (interval_start >= self.start) & (interval_start < span_end)
         for gpu, held in sorted(raw.items()):
             found = float(samples[inside & (gpu_uuid == gpu)].sum())
-            if held > 0 and found < SPOT_CHECK_SHARE * held:
+            if held > 0 and found + uncounted.get(gpu, 0) < held:
                 series = next(s for s in facts.series if gpu_of(s).gpu_uuid == gpu)
                 raise DataError(
                     f"the grain queries at {self.where} found {found:g} samples of GPU {gpu} from "

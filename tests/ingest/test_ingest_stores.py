@@ -68,8 +68,8 @@ def test_victoriametrics_bills_exactly(vm, yc, tmp_path, h):
 
 
 def test_a_store_answering_otherwise_than_measured_stops_the_ingest(vm, yc, tmp_path, monkeypatch, h):
-    """The spot check: were the probe wrong (closed ranges taken on a left-open store, as the
-    version-string logic did), the grain queries find none of the samples the raw series hold,
+    """Were the probe wrong (closed ranges taken on a left-open store, as the version-string
+    logic did), the scrape steps of the grain queries find none of the samples the raw series hold,
     and the ingest stops instead of writing a zero bill. A real store cannot make the probe
     wrong, so the probe's answers are replaced here, in-process."""
     monkeypatch.setattr(StoreProbe, "_range_left_open", lambda self, raw: False)
@@ -78,10 +78,10 @@ def test_a_store_answering_otherwise_than_measured_stops_the_ingest(vm, yc, tmp_
     with pytest.raises(DataError) as caught:
         ingest(config, h.WINDOW_START, h.WINDOW_END)
     message = str(caught.value)
-    assert f"the grain queries at {vm.url} found 0 samples of GPU GPU-" in message
-    # GPU-aaa's probed series holds 60 samples; counted with the same wrong bounds, the 6 on
-    # interval starts are missed, but 54 against 0 still shows the grain queries lost them
-    assert "holds 54:" in message and "range selectors closed (measured)" in message
+    assert f"{vm.url} answers the grain queries otherwise than its ranges were measured" in message
+    # 10 samples a 300 s interval; counted with the same wrong bounds, the one on the interval's
+    # start is missed, but 9 against 0 scrape steps still shows the grain queries lost them
+    assert "holds 9 raw samples in the 300 s from" in message and "only 0 of its scrape steps" in message
     assert not (tmp_path / "never.duckdb").exists()
 
 
