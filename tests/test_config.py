@@ -1,6 +1,7 @@
 """Config loading: the shipped files parse, values are validated, credentials stay hidden."""
 
 import datetime as dt
+import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -28,8 +29,33 @@ def test_example_config_parses_with_its_documented_values(monkeypatch):
     assert config.thresholds.breaker_min_hours == 2
     assert config.prices[0].price_per_gpu_hour == Decimal("2.93")
     assert config.database == ROOT / "yolocost.duckdb"
+    assert config.prometheus.bearer_token is None  # shown commented out: a fresh machine has no secrets
+
+
+def test_example_config_with_its_token_line_uncommented_reads_the_token(tmp_path, monkeypatch):
+    text = (ROOT / "yolocost.example.toml").read_text(encoding="utf-8")
+    line = '# bearer_token_env = "YOLOCOST_PROMETHEUS_TOKEN"'
+    assert line in text
+    monkeypatch.setenv("YOLOCOST_PROMETHEUS_TOKEN", "s3cret-token")
+    config = load_config(write(tmp_path, text.replace(line, line[2:])))
     assert config.prometheus.bearer_token == "s3cret-token"
     assert "s3cret" not in repr(config)
+
+
+def test_config_check_passes_on_the_shipped_example_without_secrets(tmp_path):
+    """First contact: `config check` of the example as shipped, on a machine with no
+    credentials in its environment and no other config around."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("YOLOCOST")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    result = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(ROOT / "yolocost.example.toml"),
+                             "config", "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "error" not in result.stderr
+    assert "gpu-cluster-1 (Europe/Berlin, EUR)" in result.stdout
+    assert "bearer token" not in result.stdout
 
 
 def test_sample_config_prices_match_the_generator():

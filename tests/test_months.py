@@ -229,3 +229,18 @@ def test_the_cli_prunes_and_refuses_an_archived_month(loaded, tmp_path):
     assert plain.returncode == 0 and "kept 2 archived month(s)" in plain.stdout, plain.stderr
     none = yolocost("--config", str(toml), "build", "--month", "2026-10", cwd=tmp_path)
     assert_one_line_error(none, "the database holds no usage rows for 2026-10")
+
+
+def test_an_ingest_into_an_archived_month_is_refused_before_anything_is_fetched(loaded):
+    """The archive check comes before the fetch (which takes many minutes at a large fleet):
+    a server that cannot even be reached is never asked, and the refusal names the month."""
+    from yolocost.ingest import ingest
+
+    months.prune_database(loaded, now=NOW)
+    nowhere = dataclasses.replace(loaded, prometheus=dataclasses.replace(loaded.prometheus, url="http://127.0.0.1:9",
+                                                                           retries=0))
+    start = dt.datetime(2026, 7, 31, 12, tzinfo=UTC)
+    with pytest.raises(YolocostError, match=r"^the window: 2026-07 is archived \(its usage rows were pruned on"):
+        ingest(nowhere, start, start + dt.timedelta(days=2), now=NOW)
+    with pytest.raises(YolocostError, match="cannot reach Prometheus at http://127.0.0.1:9"):  # August is open
+        ingest(nowhere, dt.datetime(2026, 8, 12, tzinfo=UTC), dt.datetime(2026, 8, 13, tzinfo=UTC), now=NOW)

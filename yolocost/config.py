@@ -77,6 +77,7 @@ class PrometheusConfig:
     selector: str = ""
     chunk_hours: int = 24
     concurrency: int = 4
+    accept_partial_responses: bool = False  # bill answers whose warnings say a part of the store was missing
 
 
 @dataclass(frozen=True)
@@ -498,7 +499,7 @@ class _Parser:
             prefix,
             {"url", "bearer_token_env", "bearer_token_file", "username", "password_env",
              "password_file", "ca_file", "insecure_skip_verify", "timeout_seconds", "retries",
-             "scrape_interval_seconds", "selector", "chunk_hours", "concurrency"},
+             "scrape_interval_seconds", "selector", "chunk_hours", "concurrency", "accept_partial_responses"},
         )
         url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
         try:
@@ -532,4 +533,5 @@ class _Parser:
             selector=selector,
             chunk_hours=self.get(tbl, prefix, "chunk_hours", self.positive_int, 24),
             concurrency=self.get(tbl, prefix, "concurrency", lambda k, v: self.integer(k, v, 1, 32), 4),
+            accept_partial_responses=self.get(tbl, prefix, "accept_partial_responses", self.boolean, False),
         )

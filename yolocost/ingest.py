@@ -103,7 +103,12 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     if s >= current:
         raise YolocostError(f"the window starts in the future ({start:%Y-%m-%d %H:%M} UTC)")
     e_fetch = min(e, (current // grain) * grain)  # the part that has happened
+    if e_fetch <= s:
+        raise YolocostError(
+            f"the window's first {grain} s interval ({start:%Y-%m-%d %H:%M} UTC on) has not ended yet: "
+            f"nothing to ingest before {coverage.at_epoch(s + grain)}")
     with db.exclusive(config.database, "ingest") if lock else contextlib.nullcontext(), _Spill(config) as spill:
+        _check_not_archived(config, start, end)  # before the fetch, which may take many minutes
         # in a child process: the heap the fetch leaves is gone before DuckDB's write starts
         fetched = forked.run(lambda say: _fetch(config, s, e_fetch, spill, say, allow_uncounted), progress,
                              "the ingest's fetch process")
@@ -134,6 +139,19 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
     return IngestResult(start, end, rows, jobs, epochs, fetched.requests, fetched.splits)
 
 
+def _check_not_archived(config: Config, start: dt.datetime, end: dt.datetime) -> None:
+    """Refuse a window in an archived month before anything is fetched (the write checks it
+    again, as every load does: months.check_not_archived)."""
+    if not Path(config.database).is_file():
+        return
+    con = db.connect(config.database, read_only=True)
+    try:
+        if months.has_table(con, "month_builds"):
+            months.check_not_archived(con, config, start, end, "the window")
+    finally:
+        con.close()
+
+
 def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Progress,
            allow_uncounted: bool = False) -> "_Fetched":
     """`_Fetcher.run` with its own client, as the ingest runs it in a child process (forked.py):
@@ -144,6 +162,9 @@ def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Prog
         fetcher = _Fetcher(config, client, progress)
         fetcher.allow_uncounted = allow_uncounted
         fetched = fetcher.run(start, end, spill)
+        note = client.partial_note()  # answers with warnings, accepted by [prometheus] accept_partial_responses
+        if note:
+            progress(f"warning: {note}")
     finally:
         client.close()
         spill.close()
@@ -284,7 +305,7 @@ class _Fetcher:
         if not seen.named:
             raise DataError(
                 f"the {' or '.join(util_metrics)} series at {self.where}{self._matching()} carry no UUID label, which "
-                "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, Hostname)"
+                "yolocost tells GPUs apart by; keep dcgm-exporter's default labels (UUID, gpu, modelName, hostname)"
             )
         if len(seen.uuid_labels) > 1:
             raise DataError(
@@ -317,6 +338,8 @@ class _Fetcher:
         probe.spot_check(facts, *spill.probed_rows(), {gpu: n for (_, gpu), n in self.uncounted.items()})
         self.requests += probe.requests
         self._check_uncounted()
+        for line in attribution.warnings():  # what the owners' labels lacked (kube-state-metrics' flags)
+            self.say(f"warning: {line}")
         _check_scrape_interval(spill.gpu_intervals, spill.most_seconds, cfg, self.where)
         progress_rows, results = self._training(start, end)
         return _Fetched(attribution.jobs, progress_rows, results)

@@ -4,11 +4,21 @@ prometheus-api-client folds every failure into one exception string; the ingest 
 API's `errorType` to react (split a chunk on "too many samples" or a timeout, stop on bad
 credentials), so this module talks to the API with requests and maps each failure to a
 one-line error. Credentials go into the session's headers, never into a message.
+
+How long a request may take: each attempt waits at most `timeout_seconds` to connect and as
+long for each pause in the answer; a failure worth retrying (no answer at all, a refused or
+dropped connection, HTTP 429/502/503/504 whatever the body) is retried `retries` times after
+a pause of 0.5, 1, 2, ... s (at most 30 s), or of the server's `Retry-After` (at most
+MAX_RETRY_AFTER). So a server that accepts connections and never answers fails a request after
+(retries + 1) x timeout_seconds plus the pauses, with one line.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import json
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -25,7 +35,34 @@ class PrometheusError(YolocostError):
 
 
 class QueryTooBig(PrometheusError):
-    """The server refused a query as too large (samples, points) or too slow: split it."""
+    """The server answered that a query was too large (samples, points) or too slow: split it.
+    Only an answer says so; a server that sends nothing at all is `NoAnswer`."""
+
+
+class NoAnswer(PrometheusError):
+    """No answer within timeout_seconds on every attempt: a hung server or proxy, not a big
+    query (splitting would only send more requests to it)."""
+
+
+class PartialResponse(PrometheusError):
+    """The server answered with warnings that data may be missing (a shard, replica or store
+    node did not answer), and [prometheus] accept_partial_responses is off."""
+
+
+MAX_RETRY_AFTER = 60.0  # seconds: the longest pause a Retry-After header gets
+MAX_WARNINGS = 100  # distinct partial-response warnings kept (each may name a time or a node)
+
+
+def is_partial_warning(warning: str) -> bool:
+    """Whether an answer's warning means its data may be incomplete. A bill must not be made
+    of partial data silently, so every warning counts as partial except Prometheus' own PromQL
+    annotations ("PromQL info: ...", "PromQL warning: ...", sent under `warnings` by 2.4x and
+    under `infos`/`warnings` by 3.x), which remark on how a query was evaluated (e.g. "metric
+    might not be a counter") while the data were all read. What stores send when a part of
+    them did not answer, e.g. Thanos' "No StoreAPIs matched for this query" or "receive
+    series from ...: rpc error ...", Mimir's and VictoriaMetrics cluster's "partial response"
+    notes or a "store ... unavailable", and any text not known here, counts as partial."""
+    return not " ".join(warning.split()).startswith(("PromQL info", "PromQL warning"))
 
 
 @dataclass(frozen=True)
@@ -58,6 +95,10 @@ class PrometheusClient:
         self.config = config
         self.where = display_url(config.url)
         self._sleep = sleep
+        # partial-response warnings accepted so far (accept_partial_responses), each text once:
+        # the caller says in a warning line that the data are partial (see `partial_note`)
+        self.warnings: list[str] = []
+        self._warnings_lock = threading.Lock()
         s = requests.Session()
         if config.bearer_token is not None:
             s.headers["Authorization"] = f"Bearer {config.bearer_token}"
@@ -77,6 +118,14 @@ class PrometheusClient:
 
     def close(self) -> None:
         self.session.close()
+
+    def partial_note(self) -> str | None:
+        """One line for a `warning:` progress line when partial answers were accepted, else None."""
+        if not self.warnings:
+            return None
+        more = f" and {len(self.warnings) - 1} other warning(s)" if len(self.warnings) > 1 else ""
+        return (f"Prometheus at {self.where} answered with a partial response ({_quoted(self.warnings[0])}{more}), "
+                "accepted by [prometheus] accept_partial_responses: the data may be incomplete")
 
     # ---- API calls
     def buildinfo(self) -> BuildInfo:
@@ -148,9 +197,14 @@ class PrometheusClient:
             try:
                 return self._once(method, path, params)
             except _Transient as exc:
+                if attempt + 1 == attempts and isinstance(exc, _Silent):
+                    raise NoAnswer(f"{exc} (after {attempts} attempt(s)); is it overloaded, or behind a proxy "
+                                   "that holds requests? A query slower than that needs a larger [prometheus] "
+                                   "timeout_seconds") from None
                 if attempt + 1 == attempts:
                     raise PrometheusError(f"{exc} (after {attempts} attempt(s))") from None
-                self._sleep(min(0.5 * 2**attempt, 30.0))
+                pause = min(0.5 * 2**attempt, 30.0) if exc.retry_after is None else exc.retry_after
+                self._sleep(pause)
         raise AssertionError("unreachable")
 
     def _once(self, method: str, path: str, params: dict) -> Any:
@@ -162,10 +216,9 @@ class PrometheusClient:
                 r = self.session.post(url, data=params, timeout=self.config.timeout_seconds, verify=self._verify)
         except requests.exceptions.SSLError as exc:
             raise PrometheusError(f"TLS error talking to Prometheus at {self.where}: {_first(exc)}") from None
-        except requests.exceptions.Timeout:
-            raise QueryTooBig(
-                f"Prometheus at {self.where} did not answer within {self.config.timeout_seconds:g} s"
-            ) from None
+        except requests.exceptions.Timeout:  # no answer at all: retried, never split (see NoAnswer)
+            raise _Silent(f"Prometheus at {self.where} did not answer within {self.config.timeout_seconds:g} s") \
+                from None
         except requests.exceptions.ConnectionError as exc:
             raise _Transient(f"cannot reach Prometheus at {self.where}: {_reason(exc)}") from None
         except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError):
@@ -174,9 +227,9 @@ class PrometheusClient:
         except (requests.exceptions.InvalidHeader, UnicodeError, ValueError):  # their text may hold a credential
             raise PrometheusError(f"cannot send a request to Prometheus at {self.where}: a credential or the URL "
                                   "holds characters an HTTP request cannot carry") from None
-        return self._decode(r)
+        return self._decode(r, path)
 
-    def _decode(self, r: requests.Response) -> Any:
+    def _decode(self, r: requests.Response, path: str) -> Any:
         status = r.status_code
         if status in (401, 403):
             raise PrometheusError(
@@ -188,8 +241,8 @@ class PrometheusClient:
         except (ValueError, json.JSONDecodeError):
             body = None
         if not isinstance(body, dict) or "status" not in body:
-            if status in (502, 503, 504):
-                raise _Transient(f"Prometheus at {self.where} is unavailable (HTTP {status})")
+            if status in _BUSY:
+                raise self._busy(r)
             kind = r.headers.get("Content-Type", "unknown content").split(";")[0]
             if body is None and kind == "application/json" and status == 200:
                 raise PrometheusError(f"Prometheus at {self.where} sent an answer that is not valid JSON (HTTP 200, "
@@ -198,18 +251,77 @@ class PrometheusClient:
                 f"{self.where} does not answer like a Prometheus API (HTTP {status}, {kind}); check [prometheus] url"
             )
         if body["status"] == "success":
+            self._check_partial(path, body)
             return body.get("data")
         etype, error = body.get("errorType", ""), " ".join(str(body.get("error", "")).split())
+        # Prometheus answers its own query timeout with HTTP 503 and errorType "timeout": the
+        # query was too slow, so it is split rather than retried as it is
         if (etype == "timeout" or "too many samples" in error or "exceeded maximum resolution" in error
+                or "query timed out" in error
                 or "context deadline exceeded" in error):  # a timeout hit while expanding series
             raise QueryTooBig(f"Prometheus at {self.where}: {error}")
-        if etype == "unavailable" or status in (502, 503, 504):
+        if status in _BUSY:
+            raise self._busy(r, error)
+        if etype == "unavailable":
             raise _Transient(f"Prometheus at {self.where} is unavailable: {error}")
         raise PrometheusError(f"Prometheus at {self.where} rejected a query ({etype or status}): {error}")
 
+    def _busy(self, r: requests.Response, error: str = "") -> "_Transient":
+        """A rate limit (429) or an unavailable server or gateway (502/503/504), whatever its
+        body (often a proxy's HTML page): retried after the pause its Retry-After asks for."""
+        what = "is rate-limiting requests" if r.status_code == 429 else "is unavailable"
+        exc = _Transient(f"Prometheus at {self.where} {what} (HTTP {r.status_code}){': ' + error if error else ''}")
+        exc.retry_after = retry_after(r.headers.get("Retry-After"), time.time())
+        return exc
+
+    def _check_partial(self, path: str, body: dict) -> None:
+        """Stop on an answer that says its data may be incomplete (`is_partial_warning`;
+        VictoriaMetrics cluster's `"isPartial": true` too), or, with accept_partial_responses,
+        keep its warnings in `self.warnings` for the caller to report."""
+        partial = [" ".join(w.split()) for w in _texts(body.get("warnings")) if is_partial_warning(w)]
+        if body.get("isPartial") is True:
+            partial.append("isPartial: true (not every storage node answered)")
+        if not partial:
+            return
+        if not self.config.accept_partial_responses:
+            raise PartialResponse(
+                f"Prometheus at {self.where} answered {path} with a partial response: {_quoted(partial[0])}; "
+                "a part of the store did not answer, so its data may be incomplete: retry once it is whole, or "
+                "set [prometheus] accept_partial_responses = true to bill what it holds")
+        with self._warnings_lock:
+            for warning in partial:
+                if warning not in self.warnings and len(self.warnings) < MAX_WARNINGS:
+                    self.warnings.append(warning)
+
 
 class _Transient(Exception):
-    """A failure worth retrying after a pause."""
+    """A failure worth retrying after a pause (the server's Retry-After, when it gave one)."""
+
+    retry_after: float | None = None
+
+
+class _Silent(_Transient):
+    """No answer within the timeout: retried; after the last attempt a NoAnswer."""
+
+
+_BUSY = (429, 502, 503, 504)  # retried whatever the body says
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """The pause a Retry-After header asks for (delay-seconds or an HTTP date), at most
+    MAX_RETRY_AFTER; None when absent or unreadable (the usual backoff applies)."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return min(float(value), MAX_RETRY_AFTER)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, like every HTTP date
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return min(max(when.timestamp() - now, 0.0), MAX_RETRY_AFTER)
 
 
 def _kind(value: Any) -> str:
@@ -225,6 +337,21 @@ def _is_label_set(value: Any) -> bool:
 
 def _ts(value: float) -> str:
     return f"{value:.3f}"
+
+
+def _texts(warnings: Any) -> list[str]:
+    """An answer's `warnings` as strings: a list as the API sends it (a lone string read as one)."""
+    if isinstance(warnings, str):
+        return [warnings]
+    if isinstance(warnings, list):
+        return [w if isinstance(w, str) else json.dumps(w) for w in warnings if w is not None]
+    return []
+
+
+def _quoted(text: str) -> str:
+    """A server's text in a message: one line, at most 200 characters, in quotes."""
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 200 else text[:199] + "…")
 
 
 def _first(exc: Exception) -> str:

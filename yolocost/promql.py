@@ -61,6 +61,7 @@ class GrainQueries:
     exported_jobs: tuple[str, ...] = ()  # scrape jobs whose series carry exported_pod
     job_info: bool = True  # the window holds yolocost_job_info series (else that join is left out)
     uuid: str = "UUID"  # the label naming a GPU: "uuid" where dcgm-exporter runs --use-old-namespace
+    gpus: str = ""  # a matcher of the GPUs' UUIDs (`only`), e.g. '=~"GPU-a|GPU-b"'
 
     @property
     def gpu(self) -> str:
@@ -72,7 +73,9 @@ class GrainQueries:
         return f"{seconds * 1000 if self.left_open else seconds * 1000 - 1}ms"
 
     def _sel(self, metric: str, *extra: str) -> str:
-        matchers = [m for m in (self.selector, *extra) if m]
+        # yolocost_job_info names the GPU UUID whatever the exporter's spelling
+        gpus = f"{'UUID' if metric == JOB_INFO else self.uuid}{self.gpus}" if self.gpus else ""
+        matchers = [m for m in (self.selector, gpus, *extra) if m]
         return f"{metric}{{{', '.join(matchers)}}}" if matchers else metric
 
     def _fresh(self, metric: str, *extra: str) -> str:
@@ -170,8 +173,7 @@ class GrainQueries:
         """The same queries restricted to (keep) or excluding (not keep) some GPUs by UUID."""
         op = "=~" if keep else "!~"
         regex = "|".join(re.escape(u) for u in sorted(uuids))
-        extra = f'{self.uuid}{op}"{_quote(regex)}"'
-        return dataclasses.replace(self, selector=f"{self.selector}, {extra}" if self.selector else extra)
+        return dataclasses.replace(self, gpus=f'{op}"{_quote(regex)}"')
 
     def _raw(self, fn: str, metric: str, seconds: int) -> str:
         """`fn` over the raw samples of the `seconds` before a step (less 1 ms, as `fresh`):

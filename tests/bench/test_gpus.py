@@ -78,7 +78,8 @@ def test_dcgm_collector_uses_dcgm_names_and_labels():
     registry.register(DcgmCollector(lambda: [reading], "node7"))
     served = {s.name: (s.labels, s.value) for family in text_string_to_metric_families(generate_latest(registry).decode())
               for s in family.samples}
-    labels = {"gpu": "0", "UUID": UUIDS[0], "device": "nvidia0", "modelName": "NVIDIA L4", "Hostname": "node7",
+    # the host label as current dcgm-exporter renders it: `hostname` (it wrote `Hostname` before May 2026)
+    labels = {"gpu": "0", "UUID": UUIDS[0], "device": "nvidia0", "modelName": "NVIDIA L4", "hostname": "node7",
               "GPU_I_ID": ""}
     assert served == {"DCGM_FI_DEV_GPU_UTIL": (labels, 87.0), "DCGM_FI_DEV_FB_USED": (labels, 1024.0),
                       "DCGM_FI_DEV_POWER_USAGE": (labels, 61.5),

@@ -260,9 +260,9 @@ class Yolocost:
         return path
 
     def args(self, config: Path, db: Path, *, start: dt.datetime = WINDOW_START,
-             end: dt.datetime = WINDOW_END, debug: bool = False) -> list[str]:
+             end: dt.datetime = WINDOW_END, debug: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
         return [sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db),
-                *(["--debug"] if debug else []), "ingest", "--start", iso(start), "--end", iso(end)]
+                *(["--debug"] if debug else []), "ingest", "--start", iso(start), "--end", iso(end), *extra]
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         env = {**os.environ, **(extra or {})}

@@ -84,17 +84,21 @@ def test_series_are_read_a_chunk_at_a_time_and_the_rows_stay_the_same(store, req
 # ---- the owner lookup: trimmed, and fed in parts
 
 
+def _incarnation(s: dict) -> tuple[str, str, str]:
+    return s.get("namespace", ""), s.get("pod", ""), s.get("uid", "")
+
+
 class _Whole(Attribution):
     """The owner lookup as it was: every label set kept whole, the window's series at once
     (Prometheus answers in label-set order), later series' labels winning."""
 
     def add_pod_labels(self, series):
         for s in series:
-            self.pod_labels.setdefault((s.get("namespace", ""), s.get("pod", "")), {}).update(s)
+            self.pod_labels.setdefault(_incarnation(s), {}).update(s)
 
     def add_container_info(self, series):
         for s in series:
-            self.containers.setdefault((s.get("namespace", ""), s.get("pod", "")), {})[s.get("container", "")] = s
+            self.containers.setdefault(_incarnation(s), {})[s.get("container", "")] = s
 
     def add_job_info(self, series):
         for s in sorted(series, key=lambda s: sorted(s.items())):

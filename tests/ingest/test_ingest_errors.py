@@ -15,6 +15,7 @@ import os
 import re
 import socket
 import threading
+import time
 
 import pytest
 
@@ -30,6 +31,20 @@ def test_nothing_listening(yc, prior_db, h):
         result = yc.ingest(config, prior_db)
     h.assert_one_line_error(result, f"cannot reach Prometheus at http://127.0.0.1:{port}", "connection refused",
                             "after 2 attempt(s)")
+
+
+def test_a_window_whose_first_interval_has_not_ended(yc, prior_db, h):
+    """Nothing has happened yet: said as such, before any server is asked (the exporter is
+    not to blame)."""
+    port = h.free_port()
+    config = yc.config(f"http://127.0.0.1:{port}")
+    if time.time() % 300 > 280:  # the interval must not end while the CLI starts
+        time.sleep(300 - time.time() % 300 + 1)
+    now = dt.datetime.now(dt.timezone.utc)
+    start = now.replace(second=0, microsecond=0) - dt.timedelta(minutes=now.minute % 5)
+    with h.unchanged(prior_db):
+        result = yc.ingest(config, prior_db, start=start, end=start + dt.timedelta(hours=1))
+    h.assert_one_line_error(result, "the window's first 300 s interval", "has not ended yet: nothing to ingest before")
 
 
 # ---- 2. something that is not Prometheus

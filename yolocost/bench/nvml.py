@@ -2,8 +2,8 @@
 
 For machines that run no dcgm-exporter, `DcgmCollector` serves DCGM_FI_DEV_GPU_UTIL,
 DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_POWER_USAGE and DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION with the
-labels the ingest reads (`gpu`, `UUID`, `device`, `modelName`, `Hostname`, and `GPU_I_ID` for
-a MIG instance; docs/prometheus-inputs.md). It reads the GPUs at each scrape, so the samples
+labels the ingest reads (`gpu`, `UUID`, `device`, `modelName`, `hostname` as dcgm-exporter
+names it since May 2026, and `GPU_I_ID` for a MIG instance; docs/prometheus-inputs.md). It reads the GPUs at each scrape, so the samples
 are as fresh as the scrape, with no thread of its own.
 """
 
@@ -137,7 +137,8 @@ DCGM_METRICS = {
     "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W).", "power_w"),
     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("Total energy consumption since boot (in mJ).", "energy_mj"),
 }
-DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname", "GPU_I_ID")
+# the labels as dcgm-exporter renders them (render_metrics.go)
+DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "hostname", "GPU_I_ID")
 
 
 class DcgmCollector:

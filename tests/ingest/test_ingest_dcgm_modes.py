@@ -1,0 +1,148 @@
+"""dcgm-exporter's labelling modes and late scrape timestamps, through a real (backfilled) Prometheus.
+
+One hour scraped every 30 s, label sets as dcgm-exporter writes them (render_metrics.go,
+kubernetes.go). Two groups of series, told apart by a `cluster` label that the configs
+select on:
+
+* cluster "new" (default labels, `UUID` and `hostname`), every sample stamped 3 ms before a
+  30 s boundary and every tenth one (k = 5, 15, ...) 7 ms after it instead (scraped 10 ms
+  late), so that two samples fall into one scrape step and none into the step before:
+  - GPU-fff held by pod ml/late all hour (plain path), utilization 90 on even samples and 2
+    on odd ones (the late ones are all odd);
+  - GPU-eee with no pod, claimed by `yolocost_job_info{job_id="j9"}` all hour (joined path).
+* cluster "old" (`--use-old-namespace`: `uuid`, `pod_name`, `pod_namespace`, `container_name`),
+  samples on time:
+  - GPU-ccc held by pod_name old-a in namespace ml all hour, utilization 90;
+  - GPU-ddd with no pod, claimed by `yolocost_job_info{job_id="j7"}` all hour;
+  - GPU-hhh with no pod and no claim (unallocated).
+
+By hand (120 samples a series in the window, 30 s each; at 2.00 a GPU-hour):
+* ml/late: 3,600 s; busy 60 x 30 = 1,800 s; idle 1,800 s (each stored sample counts once).
+* j9: the grain queries decide owners per 30 s step; the 12 late samples share a step with
+  the next one, so 12 samples (360 s) cannot be counted: the ingest stops naming GPU-eee, and
+  with --allow-uncounted bills 108 x 30 = 3,240 s.
+* ml/old-a 3,600 s, j7 3,600 s, GPU-hhh 3,600 s unallocated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+import promserver
+
+SCRAPE, SAMPLES = 30, 120
+MODEL = "NVIDIA A100-SXM4-80GB"
+METRICS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
+           "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+
+
+def _late(k: int) -> bool:
+    return k % 10 == 5
+
+
+def _openmetrics(data_start: dt.datetime) -> str:
+    base = data_start.timestamp()
+
+    def new_at(k: int) -> str:  # 3 ms before the boundary, or 7 ms after it when late
+        return f"{base + SCRAPE * k + (0.007 if _late(k) else -0.003):.3f}"
+
+    def old_at(k: int) -> str:
+        return f"{base + SCRAPE * k + 11.25:.3f}"
+
+    def gpu(uuid_label: str, uuid: str, index: int, host_label: str, cluster: str) -> str:
+        return (f'gpu="{index}",{uuid_label}="{uuid}",pci_bus_id="00000000:0{index}:00.0",device="nvidia{index}",'
+                f'modelName="{MODEL}",{host_label}="n-{cluster}",DCGM_FI_DRIVER_VERSION="570.86.15",'
+                f'instance="n-{cluster}:9400",job="dcgm",cluster="{cluster}"')
+
+    series = [  # labels, time of sample k, utilization of sample k
+        (gpu("UUID", "GPU-fff", 0, "hostname", "new") + ',namespace="ml",pod="late",container="train"', new_at,
+         lambda k: 90.0 if k % 2 == 0 else 2.0),
+        (gpu("UUID", "GPU-eee", 1, "hostname", "new"), new_at, lambda k: 80.0),
+        (gpu("uuid", "GPU-ccc", 0, "Hostname", "old") + ',pod_namespace="ml",pod_name="old-a",container_name="t"',
+         old_at, lambda k: 90.0),
+        (gpu("uuid", "GPU-ddd", 1, "Hostname", "old"), old_at, lambda k: 50.0),
+        (gpu("uuid", "GPU-hhh", 2, "Hostname", "old"), old_at, lambda k: 0.0),
+    ]
+    lines = []
+    for name in METRICS:
+        lines.append(f"# TYPE {name} gauge")
+        for labels, at, util in series:
+            for k in range(SAMPLES):
+                value = {"DCGM_FI_DEV_GPU_UTIL": util(k), "DCGM_FI_DEV_FB_USED": 1000.0,
+                         "DCGM_FI_DEV_POWER_USAGE": 100.0}.get(name, 1e9 + 3_000_000 * k)
+                lines.append(f"{name}{{{labels}}} {value:.17g} {at(k)}")
+    lines.append("# TYPE yolocost_job_info gauge")
+    for job, uuid, cluster in (("j9", "GPU-eee", "new"), ("j7", "GPU-ddd", "old")):
+        labels = (f'job_id="{job}",user="ann",project="vision",model_type="yolov8n",image_tag="train-yolov8-nano-cu121",'
+                  f'gpu_request="1",Hostname="n-{cluster}",UUID="{uuid}",instance="runner:9108",job="bench",'
+                  f'cluster="{cluster}"')
+        offset = -10.0 if cluster == "new" else 17.5  # in the scrape step of the GPU's sample k
+        lines += [f"yolocost_job_info{{{labels}}} 1 {base + SCRAPE * k + offset:.3f}" for k in range(SAMPLES)]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+@pytest.fixture(scope="module")
+def modes_prom(h, tmp_path_factory):
+    promserver.skip_or_fail_without_prometheus()
+    root = tmp_path_factory.mktemp("modes")
+    om = root / "modes.om"
+    om.write_text(_openmetrics(h.DATA_START), encoding="utf-8")
+    promserver.backfill(om, root / "tsdb")
+    with h.serve(root / "tsdb") as server:
+        yield server
+
+
+def _seconds(h, db, column: str = "seconds_present") -> list[tuple]:
+    return h.query(db, f"SELECT gpu_uuid, coalesce(job_id, '-'), sum({column}) FROM gpu_usage GROUP BY ALL ORDER BY 1, 2")
+
+
+def test_late_scrapes_on_a_plain_gpu_are_each_counted_once(h, modes_prom, tmp_path):
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    config = yc.config(modes_prom.url, prometheus='selector = \'cluster="new", UUID="GPU-fff"\'')
+    result = yc.ingest(config, db)
+    h.assert_ok(result)
+    assert _seconds(h, db) == [("GPU-fff", "ml/late", Decimal(3600))]
+    assert _seconds(h, db, "seconds_busy") == [("GPU-fff", "ml/late", Decimal(1800))]
+    assert _seconds(h, db, "seconds_idle") == [("GPU-fff", "ml/late", Decimal(1800))]
+    # energy: 119 deltas of 3,000,000 mJ (the first sample has no previous one)
+    assert h.query(db, "SELECT sum(energy_mj) FROM gpu_usage") == [(119 * 3_000_000,)]
+
+
+def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, tmp_path):
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    config = yc.config(modes_prom.url, prometheus='selector = \'cluster="new"\'')
+    result = yc.ingest(config, db)
+    h.assert_one_line_error(result, "12 samples (360 GPU-seconds) of 1 shared, MIG or job-info GPU(s)",
+                            "GPU-eee on n-new (12 samples, 360 s)", "Pass --allow-uncounted")
+    assert not db.exists()
+
+    allowed = yc.ingest(config, db, extra=("--allow-uncounted",))
+    h.assert_ok(allowed)
+    assert "warning: --allow-uncounted: 12 samples (360 GPU-seconds)" in allowed.stderr
+    assert _seconds(h, db) == [("GPU-eee", "j9", Decimal(3240)), ("GPU-fff", "ml/late", Decimal(3600))]
+
+
+def test_old_namespace_labels_are_read(h, modes_prom, tmp_path):
+    """`--use-old-namespace`: `uuid`, `pod_name`, `pod_namespace`, `container_name`; job-info
+    names the GPU by `UUID`, and claims it all the same."""
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    result = yc.ingest(yc.config(modes_prom.url, prometheus='selector = \'cluster="old"\''), db)
+    h.assert_ok(result)
+    assert _seconds(h, db) == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(3600)),
+                               ("GPU-hhh", "-", Decimal(3600))]
+    assert _seconds(h, db, "seconds_busy") == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(0)),
+                                               ("GPU-hhh", "-", Decimal(0))]
+    assert h.query(db, "SELECT DISTINCT hostname, gpu_model FROM gpu_usage") == [("n-old", MODEL)]
+
+
+def test_both_uuid_spellings_in_one_window_are_refused(h, modes_prom, tmp_path):
+    yc = h.Yolocost(tmp_path)
+    result = yc.ingest(yc.config(modes_prom.url), tmp_path / "yc.duckdb")
+    h.assert_one_line_error(result, "name GPUs by UUID on some hosts and by uuid (dcgm-exporter --use-old-namespace)",
+                            "[prometheus] selector")
