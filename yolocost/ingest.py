@@ -219,6 +219,7 @@ class _Discovered:
     util: bool = False  # any utilization series in the window
     named: bool = False  # any of them with a UUID label
     uuid_labels: set[str] = field(default_factory=set)  # how they spell it: UUID, uuid (--use-old-namespace)
+    device_series: bool = False  # a GPU with series with and without an owner in one chunk (virtual GPUs)
     has_prof: bool = False  # any DCGM_FI_PROF_GR_ENGINE_ACTIVE series
     job_info: bool = False  # any yolocost_job_info series
     exported: set[str] = field(default_factory=set)  # scrape jobs whose series carry exported_pod
@@ -237,6 +238,11 @@ class _Discovered:
         self.exported.update(s.get("job", "") for s in util if s.get("exported_pod"))
         self.always.update(uuid_of(s) for s in job_info)
         self.always.update(uuid_of(s) for s in util if s.get("GPU_I_ID"))
+        by_gpu: dict[tuple, set[bool]] = {}
+        for s in util:
+            gpu = (uuid_of(s), s.get("GPU_I_ID", ""))
+            by_gpu.setdefault(gpu, set()).add(bool(any(s.get(k) for k in promql.OWNER_LABELS)))
+        self.device_series = self.device_series or any(len(kinds) == 2 for kinds in by_gpu.values())
         # the probe's spread of each chunk, then the probe's own over their union: a few
         # series a chunk, drawn as the probe would from the window's
         for s in spread(util):
@@ -323,7 +329,8 @@ class _Fetcher:
         # leave out what the window does not need: each part costs the server time per step
         utilization = cfg.utilization if cfg.utilization != "auto" or seen.has_prof else "dev"
         self.queries = replace(self.queries, exported_jobs=tuple(sorted(seen.exported)),
-                                job_info=seen.job_info, utilization=utilization, uuid=min(seen.uuid_labels))
+                                job_info=seen.job_info, utilization=utilization, uuid=min(seen.uuid_labels),
+                                device_series=seen.device_series)
         probe = StoreProbe(self.client, start, end, cfg.grain_seconds, cfg.prometheus.scrape_interval_seconds, self.say)
         facts = probe.measure(list(seen.probe_sample.values()))  # range semantics and scrape interval, measured
         self.requests += probe.requests
@@ -428,13 +435,18 @@ class _Fetcher:
                  chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
-            shared = {uuid_of(r["metric"]) for r in plan_answer}
-            special = sorted((always_special | shared) - {""})
+            shared = {uuid_of(r["metric"]) for r in plan_answer if "device_series" not in r["metric"]}
+            device = {uuid_of(r["metric"]) for r in plan_answer if "device_series" in r["metric"]} - {""}
+            special = sorted((always_special | shared | device) - {""})
             plain = self.queries.only(special, keep=False)
             queries = [(name, "plain", q) for name, q in plain.plain_queries().items()]
             if special:
-                joined = self.queries.only(special, keep=True)
-                queries += [(name, "part", q) for name, q in {**joined.grain_queries(), **joined.series_counts()}.items()]
+                queries += [(name, "part", q) for name, q in self.queries.only(special, keep=True).series_counts().items()]
+            # the joined queries: the longer form only for GPUs with a device-level series (promql.special_gpus)
+            for group, longer in ((sorted(set(special) - device), False), (sorted(device), True)):
+                if group:
+                    joined = replace(self.queries, device_series=longer).only(group, keep=True)
+                    queries += [(name, "part", q) for name, q in joined.grain_queries().items()]
             chunk.waiting = len(queries) + 1
             for name, kind, q in queries:
                 send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)

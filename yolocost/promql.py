@@ -62,6 +62,9 @@ class GrainQueries:
     job_info: bool = True  # the window holds yolocost_job_info series (else that join is left out)
     uuid: str = "UUID"  # the label naming a GPU: "uuid" where dcgm-exporter runs --use-old-namespace
     gpus: str = ""  # a matcher of the GPUs' UUIDs (`only`), e.g. '=~"GPU-a|GPU-b"'
+    # some GPU has a series with an owner beside one without (dcgm-exporter
+    # --kubernetes-virtual-gpus keeps the device-level one): measured, as it lengthens the queries
+    device_series: bool = False
 
     @property
     def gpu(self) -> str:
@@ -100,9 +103,19 @@ class GrainQueries:
             parts.append(self.util(*base, f'job=~"{_quote(jobs)}"'))
         return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
+    def _held_util(self) -> str:
+        """The utilization series that stand for owners: a GPU's owned series where it has any
+        at the step, else its unowned ones. dcgm-exporter --kubernetes-virtual-gpus keeps the
+        device-level series (no pod) beside one per sharing pod: the device is not one more
+        owner."""
+        if not self.device_series:
+            return self.util()
+        free = self._unowned_util()
+        return f"(({self.util()} unless {free}) or on({self.gpu}) {free})"
+
     def owners(self) -> str:
         """One series per GPU x owner per step, valued 1/(owners of that GPU at that step)."""
-        u = self.util()
+        u = self._held_util()
         series = f"({u} * 0 + 1) / on({self.gpu}) group_left() (count by ({self.gpu}) ({u}))"
         if not self.job_info:  # the join costs the server more than the rest: skip it when idle
             return series
@@ -141,9 +154,21 @@ class GrainQueries:
         return f"(({now} - {before}) >= 0 or ({now} < {before}))"
 
     # ---- the grain queries: name -> PromQL, one value per owner series per grain
+    def _own(self, o: str, op: str, own: str, per_gpu: str) -> str:
+        """`o op value` where each owner series takes its own series' value (same labels: a
+        pod's own utilization or memory where the exporter gives one, as in virtual-GPU
+        mode), and a job-info owner its GPU's."""
+        if not self.device_series:  # every owner's series carries its GPU's values
+            return f"({o} {op} on({self.gpu}){'' if op == 'and' else ' group_left()'} {per_gpu})"
+        if op == "and":
+            return f"(({o} and {own}) or (({o} unless {self.util()}) and on({self.gpu}) {per_gpu}))"
+        return f"(({o} {op} {own}) or ({o} {op} on({self.gpu}) group_left() {per_gpu}))"
+
     def grain_queries(self) -> dict[str, str]:
         o = f"({self.owners()})"
-        u = self._per_gpu(self.util())
+        own_u = self.util()
+        u = self._per_gpu(own_u)
+        fb = self._fresh(FB_USED)
         per_instance = f"on({self.uuid}) group_left() ({self._instances()})"
         return {
             # samples held (1/n when shared); x scrape interval = seconds_present
@@ -151,13 +176,13 @@ class GrainQueries:
             # samples above the busy threshold: the basis of effective compute density. A filter
             # (`and`, `>` without bool) keeps labels as they are, which costs the server a
             # fraction of what `> bool` does (that rebuilds every sample's label set)
-            "busy": f"sum_over_time({self._sub(f'{o} and on({self.gpu}) ({u} > {self.busy:g})')})",
+            "busy": f"sum_over_time({self._sub(self._own(o, 'and', f'({own_u} > {self.busy:g})', f'({u} > {self.busy:g})'))})",
             # samples below the idle threshold: idle waste
-            "idle": f"sum_over_time({self._sub(f'{o} and on({self.gpu}) ({u} < {self.idle:g})')})",
+            "idle": f"sum_over_time({self._sub(self._own(o, 'and', f'({own_u} < {self.idle:g})', f'({u} < {self.idle:g})'))})",
             # utilization summed over held samples; / samples = mean utilization
-            "util": f"sum_over_time({self._sub(f'{o} * on({self.gpu}) group_left() ({u})')})",
+            "util": f"sum_over_time({self._sub(self._own(o, '*', own_u, f'({u})'))})",
             # peak framebuffer while held
-            "mem_peak": f"max_over_time({self._sub(f'{o} * 0 + on({self.gpu}) group_left() ({self._per_gpu(self._fresh(FB_USED))})')})",
+            "mem_peak": f"max_over_time({self._sub(self._own(f'{o} * 0', '+', fb, f'({self._per_gpu(fb)})'))})",
             # power summed over held samples; / samples = mean power. MIG instances report
             # their parent's power, so the energy cross-check below splits it per instance
             "power": f"sum_over_time({self._sub(f'{o} * on({self.gpu}) group_left() ({self._per_gpu(self._fresh(POWER))})')})",
@@ -253,8 +278,17 @@ class GrainQueries:
 
     def special_gpus(self, seconds: int) -> str:
         """GPUs with more than one series at some sample of the last `seconds` (shared GPU,
-        duplicated scrape, owner change within one sample): they need the attribution join."""
-        return f"max_over_time((count by ({self.gpu}) ({self.util()}))[{self._range(seconds)}:{self.scrape}s]) > 1"
+        duplicated scrape, owner change within one sample): they need the attribution join.
+        Where discovery saw device-level series beside owned ones (`device_series`), also the
+        GPUs that hold both at one sample, marked `device_series="1"`: only their queries
+        need the longer form that leaves the device-level series out of the owners."""
+        r = f"[{self._range(seconds)}:{self.scrape}s]"
+        shared = f"max_over_time((count by ({self.gpu}) ({self.util()})){r}) > 1"
+        if not self.device_series:
+            return shared
+        free = self._unowned_util()
+        both = f"count by ({self.gpu}) ({self.util()} unless {free}) and on({self.gpu}) count by ({self.gpu}) ({free})"
+        return f'{shared} or label_replace(max_over_time(({both}){r}), "device_series", "1", "", "")'
 
     # ---- checks and metadata
     def selector_for(self, metric: str) -> str:

@@ -68,20 +68,68 @@ def _openmetrics(data_start: dt.datetime) -> str:
     ]
     lines = []
     for name in METRICS:
-        lines.append(f"# TYPE {name} gauge")
         for labels, at, util in series:
             for k in range(SAMPLES):
                 value = {"DCGM_FI_DEV_GPU_UTIL": util(k), "DCGM_FI_DEV_FB_USED": 1000.0,
                          "DCGM_FI_DEV_POWER_USAGE": 100.0}.get(name, 1e9 + 3_000_000 * k)
                 lines.append(f"{name}{{{labels}}} {value:.17g} {at(k)}")
-    lines.append("# TYPE yolocost_job_info gauge")
+    lines += _virtual_gpu(gpu("UUID", "GPU-vvv", 0, "hostname", "vgpu"), old_at)
+    lines += _slurm(gpu("UUID", "GPU-sss", 0, "hostname", "slurm"), gpu("UUID", "GPU-mmm", 1, "hostname", "slurm"),
+                    old_at)
     for job, uuid, cluster in (("j9", "GPU-eee", "new"), ("j7", "GPU-ddd", "old")):
         labels = (f'job_id="{job}",user="ann",project="vision",model_type="yolov8n",image_tag="train-yolov8-nano-cu121",'
                   f'gpu_request="1",Hostname="n-{cluster}",UUID="{uuid}",instance="runner:9108",job="bench",'
                   f'cluster="{cluster}"')
         offset = -10.0 if cluster == "new" else 17.5  # in the scrape step of the GPU's sample k
         lines += [f"yolocost_job_info{{{labels}}} 1 {base + SCRAPE * k + offset:.3f}" for k in range(SAMPLES)]
-    return "\n".join(lines) + "\n# EOF\n"
+    return "\n".join(_by_series(lines)) + "\n# EOF\n"
+
+
+def _virtual_gpu(device: str, at) -> list[str]:
+    """--kubernetes-virtual-gpus (kubernetes.go, process_metrics.go): utilization and memory
+    keep the device-level series beside one per sharing pod holding that pod's processes'
+    own values (with `pod_uid`); power and energy are copied once per pod."""
+    pods = [(',namespace="ml",pod="share-a",container="train"', ',pod_uid="ua"', 80.0, 3000.0),
+            (',namespace="ml",pod="share-b",container="train"', ',pod_uid="ub"', 3.0, 1000.0)]
+    lines = []
+    for k in range(SAMPLES):
+        t = at(k)
+        lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{device}}} 83 {t}")
+        lines.append(f"DCGM_FI_DEV_FB_USED{{{device}}} 4000 {t}")
+        for pod, uid, util, fb in pods:
+            lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{device}{pod}{uid}}} {util:g} {t}")
+            lines.append(f"DCGM_FI_DEV_FB_USED{{{device}{pod}{uid}}} {fb:g} {t}")
+            lines.append(f"DCGM_FI_DEV_POWER_USAGE{{{device}{pod}}} 200 {t}")
+            lines.append(f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{device}{pod}}} {1e9 + 6_000_000 * k:.17g} {t}")
+    return lines
+
+
+def _slurm(shared: str, mig: str, at) -> list[str]:
+    """--hpc-job-mapping-dir: one series per job listed for a GPU (two jobs on GPU-sss, the
+    same values twice); a MIG instance's job from the file named `GPU.GPU_INSTANCE` (GPU-mmm
+    instance 1, profile 3g.40gb), which has no DCGM_FI_DEV_GPU_UTIL but the profiling metric."""
+    instance = mig + ',GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",hpc_job="1003"'
+    lines = []
+    for k in range(SAMPLES):
+        t = at(k)
+        for job in ("1001", "1002"):
+            labels = f'{shared},hpc_job="{job}"'
+            lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 60 {t}", f"DCGM_FI_DEV_FB_USED{{{labels}}} 2000 {t}",
+                      f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 150 {t}",
+                      f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {1e9 + 4_000_000 * k:.17g} {t}"]
+        lines += [f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{instance}}} 0.75 {t}", f"DCGM_FI_DEV_FB_USED{{{instance}}} 500 {t}",
+                  f"DCGM_FI_DEV_POWER_USAGE{{{instance}}} 120 {t}",
+                  f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{instance}}} {2e9 + 3_600_000 * k:.17g} {t}"]
+    return lines
+
+
+def _by_series(lines: list[str]) -> list[str]:
+    """OpenMetrics wants each series' samples together and in time order: sorted by series
+    (stable, so time order stays), each metric once under its TYPE line."""
+    by_name: dict[str, list[str]] = {}
+    for line in sorted(lines, key=lambda line: line.rsplit(" ", 2)[0]):
+        by_name.setdefault(line.split("{", 1)[0], []).append(line)
+    return [part for name, group in by_name.items() for part in (f"# TYPE {name} gauge", *group)]
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +187,36 @@ def test_old_namespace_labels_are_read(h, modes_prom, tmp_path):
     assert _seconds(h, db, "seconds_busy") == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(0)),
                                                ("GPU-hhh", "-", Decimal(0))]
     assert h.query(db, "SELECT DISTINCT hostname, gpu_model FROM gpu_usage") == [("n-old", MODEL)]
+
+
+def test_virtual_gpus_are_shared_by_their_pods_each_with_its_own_utilization(h, modes_prom, tmp_path):
+    """Two pods share GPU-vvv all hour: half the GPU's time each (the device-level series is
+    the GPU, not a third owner), busy and idle from each pod's own utilization (80 and 3),
+    peak memory its own (3,000 and 1,000 MiB), the GPU's energy (119 deltas of 6,000,000 mJ)
+    split in half."""
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    h.assert_ok(yc.ingest(yc.config(modes_prom.url, prometheus='selector = \'cluster="vgpu"\''), db))
+    rows = h.query(db, "SELECT job_id, sum(seconds_present), sum(seconds_busy), sum(seconds_idle), "
+                       "sum(util_mean * seconds_present) / sum(seconds_present), max(mem_peak_mib), sum(energy_mj) "
+                       "FROM gpu_usage GROUP BY ALL ORDER BY 1")
+    assert [(j, float(s), float(b), float(i), round(u, 6), m, e) for j, s, b, i, u, m, e in rows] == [
+        ("ml/share-a", 1800.0, 1800.0, 0.0, 80.0, 3000.0, 357_000_000),
+        ("ml/share-b", 1800.0, 0.0, 1800.0, 3.0, 1000.0, 357_000_000)]
+
+
+def test_slurm_jobs_share_a_gpu_and_a_mig_instance_is_its_own(h, modes_prom, tmp_path):
+    """hpc_job: two jobs listed for GPU-sss get half its time each (never double); job 1003
+    holds MIG instance 1 of GPU-mmm all hour, its utilization from the profiling metric."""
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    h.assert_ok(yc.ingest(yc.config(modes_prom.url, prometheus='selector = \'cluster="slurm"\''), db))
+    rows = h.query(db, "SELECT gpu_uuid, job_id, mig_profile, sum(seconds_present), sum(seconds_busy), "
+                       "sum(energy_mj) FROM gpu_usage GROUP BY ALL ORDER BY 1, 2")
+    assert [(g, j, p, float(s), float(b), e) for g, j, p, s, b, e in rows] == [
+        ("GPU-mmm/1", "1003", "3g.40gb", 3600.0, 3600.0, 119 * 3_600_000),
+        ("GPU-sss", "1001", None, 1800.0, 0.0, 119 * 2_000_000),
+        ("GPU-sss", "1002", None, 1800.0, 0.0, 119 * 2_000_000)]
 
 
 def test_both_uuid_spellings_in_one_window_are_refused(h, modes_prom, tmp_path):
