@@ -129,6 +129,7 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
                 progress=progress, progress_by_window=True,
             )
             _set_job_times(con)
+            _store_notes(con, config, start, end, fetched.notes)
             stored = con.execute(f"SELECT count(*) FROM gpu_usage WHERE interval_start >= to_timestamp({s}) "
                                  f"AND interval_start < to_timestamp({e}) AND cluster = {literal(config.cluster)}"
                                  ).fetchone()[0]
@@ -165,11 +166,14 @@ def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Prog
         note = client.partial_note()  # answers with warnings, accepted by [prometheus] accept_partial_responses
         if note:
             progress(f"warning: {note}")
+        scrape = config.prometheus.scrape_interval_seconds
+        notes = [("uncounted", host, gpu, n, n * scrape, None) for (host, gpu), n in sorted(fetcher.uncounted.items())]
+        notes += [("partial", None, None, None, None, w) for w in client.warnings[:1]]
     finally:
         client.close()
         spill.close()
     return replace(fetched, where=fetcher.where, requests=fetcher.requests, splits=fetcher.splits,
-                   files=spill.files)
+                   files=spill.files, notes=notes)
 
 
 def _one_heap() -> None:
@@ -208,6 +212,7 @@ class _Fetched:
     requests: int = 0
     splits: int = 0
     files: list[tuple[int, Path]] = field(default_factory=list)  # the spill's (`_Spill.files`)
+    notes: list[tuple] = field(default_factory=list)  # `ingest_notes` rows: (kind, host, GPU, samples, seconds, detail)
 
 
 @dataclass
@@ -790,65 +795,47 @@ class _Points:
 
 def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, scrape: int
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """(key, energy) per series x grain step of (start, end] from the energy counter's raw
-    samples in [start - LOOKBACK, end) (`GrainQueries.energy_samples`), as the joined path's
-    PromQL computes them: at each subquery step t (the multiples of the scrape interval in
-    (start, end]) a GPU's counter is the max over its series of each one's last sample in
-    [t - LOOKBACK, t) (ms); its delta is that minus the same at t - scrape, or the value
-    itself where it dropped (a reset); no delta where either is missing. A step's delta goes
-    to each series of the GPU with a sample in [t - scrape, t): the series carry the same
-    labels as their utilization series (one scrape), so this is the owner the step's sample
-    had. Keys are `_Points.arrays`' (series id x steps + grain step)."""
-    grain = points.grain
-    ms, step_ms, back = 1000, scrape * 1000, promql.LOOKBACK * 1000
-    base = start * ms - back  # sample times relative to this, >= 0 for the samples asked for
+    """(key, energy) per series x grain step of [start, end) from the energy counter's raw
+    samples in [start - LOOKBACK, end) (`GrainQueries.energy_samples`), sample by sample: a
+    GPU's samples (all its series together) in time order, each one's delta is its value
+    minus the GPU's previous sample within LOOKBACK, or the value itself where it dropped (a
+    reset); no delta without a previous sample within LOOKBACK. The delta goes to the
+    sample's series (its labels are those of the utilization series of the same scrape, so
+    its owner), in the grain interval holding the sample: where scrapes are stamped late, two
+    samples may share a scrape step and none be in the one before, and each still has its
+    own delta. Samples of one GPU at one time (copies of one scrape) are one value, the
+    greatest, whose delta each of them takes. A NaN (a staleness marker) is no sample. Keys
+    are `_Points.arrays`' (series id x steps + grain step). `scrape` is not needed by the
+    rule; it is kept for the callers' signature."""
+    ms, back = 1000, promql.LOOKBACK * 1000
     sizes = np.array([len(s["values"]) for s in answer], np.int64)
     sid = points.sids(answer)
     uuids: dict[str, int] = {}
     gpu = np.array([uuids.setdefault(uuid_of(s["metric"]), len(uuids)) for s in answer], np.int64)
     flat = [v for s in answer for v in s["values"]]
-    t = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * ms).astype(np.int64) - base
+    t = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * ms).astype(np.int64)
     value = np.array([v[1] for v in flat], dtype=np.float64)
     del flat
-    n = (end - start) // scrape  # steps k = 1..n at start + k * scrape; k = 0 only as "before"
-    steps = step_ms * np.arange(n + 1, dtype=np.int64) + back  # relative times of steps 0..n
-    keep = (t >= 0) & (t < steps[-1]) & ~np.isnan(value)  # a NaN is a staleness marker, no sample
-    if not keep.all():
-        sizes = np.bincount(np.repeat(np.arange(len(answer)), sizes)[keep], minlength=len(answer))
-        t, value = t[keep], value[keep]
+    series = np.repeat(np.arange(len(answer)), sizes)
+    keep = (t >= start * ms - back) & (t < end * ms) & ~np.isnan(value)  # a NaN is a staleness marker, no sample
+    t, value, series = t[keep], value[keep], series[keep]
     if not len(t):
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    series = np.repeat(np.arange(len(answer)), sizes)
-    order = np.lexsort((t, series))  # by series, then time (Prometheus sends them so: cheap)
-    series, t, value = series[order], t[order], value[order]
-    big = int(steps[-1]) + back + 1
-    sample_key = series * big + t
-    # (series, step) pairs where the series can have a last sample within LOOKBACK
-    has = sizes > 0
-    first = np.searchsorted(sample_key, np.flatnonzero(has) * big)
-    last = np.r_[first[1:], len(t)] - 1
-    lo = np.searchsorted(steps, t[first] + 1)  # first step after the series' first sample
-    hi = np.searchsorted(steps, t[last] + back, side="right")  # steps up to LOOKBACK after its last
-    count = np.maximum(hi - lo, 0)
-    pair_series = np.repeat(np.flatnonzero(has), count)
-    pair_step = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + np.repeat(lo, count)
-    at = np.searchsorted(sample_key, pair_series * big + steps[pair_step] - 1, side="right") - 1
-    # at >= 0 and on the same series: a step after the series' first sample has one
-    age = steps[pair_step] - t[at]
-    seen = age <= back
-    counter = np.full(len(uuids) * (n + 1), np.nan)
-    np.fmax.at(counter, (gpu[pair_series] * (n + 1) + pair_step)[seen], value[at][seen])
-    counter = counter.reshape(len(uuids), n + 1)
-    now, before = counter[:, 1:], counter[:, :-1]
-    with np.errstate(invalid="ignore"):
-        delta = np.where(now >= before, now - before, np.where(now < before, now, np.nan))
-    # the series present at a step (a sample in [t - scrape, t)) get that step's delta
-    present = (age <= step_ms) & (pair_step >= 1)
-    ps, pk = pair_series[present], pair_step[present]
-    d = delta[gpu[ps], pk - 1]
-    ok = ~np.isnan(d)
-    grain_step = (start - points.start) // grain + (pk[ok] * scrape - 1) // grain
-    keys, where = np.unique(sid[ps[ok]] * points.steps + grain_step, return_inverse=True)
+    g = gpu[series]
+    order = np.lexsort((value, t, g))
+    t, value, series, g = t[order], value[order], series[order], g[order]
+    # one value per GPU and time: the greatest (the last of its group in this order)
+    moment = np.r_[True, (g[1:] != g[:-1]) | (t[1:] != t[:-1])]
+    group = np.cumsum(moment) - 1
+    last_of = np.r_[np.flatnonzero(moment)[1:] - 1, len(t) - 1]
+    gv, gt, gg = value[last_of], t[last_of], g[last_of]
+    prev_ok = np.r_[False, (gg[1:] == gg[:-1]) & (gt[1:] - gt[:-1] <= back)]
+    before = np.r_[np.nan, gv[:-1]]
+    delta = np.where(prev_ok, np.where(gv >= before, gv - before, gv), np.nan)
+    d = delta[group]
+    ok = ~np.isnan(d) & (t >= start * ms)
+    grain_step = (t[ok] - points.start * ms) // (points.grain * ms)
+    keys, where = np.unique(sid[series[ok]] * points.steps + grain_step, return_inverse=True)
     return keys, np.bincount(where, d[ok], len(keys))
 
 
@@ -1356,6 +1343,17 @@ def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int
         FROM kept WHERE job_id IN (SELECT job_id FROM incoming_jobs)
         GROUP BY job_id
     """)
+
+
+def _store_notes(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime, end: dt.datetime,
+                 notes: list[tuple]) -> None:
+    """The window's `ingest_notes` (schema.sql), replacing those of windows inside it."""
+    cluster = literal(config.cluster)
+    con.execute(f"DELETE FROM ingest_notes WHERE cluster = {cluster} AND window_start >= {literal(start)} "
+                f"AND window_end <= {literal(end)}")
+    for kind, host, gpu, samples, seconds, detail in notes:
+        con.execute(f"INSERT INTO ingest_notes VALUES ({literal(start)}, {literal(end)}, {cluster}, {literal(kind)}, "
+                    f"{literal(host)}, {literal(gpu)}, {literal(samples)}, {literal(seconds)}, {literal(detail)})")
 
 
 def _set_job_times(con: duckdb.DuckDBPyConnection) -> None:

@@ -239,11 +239,12 @@ def _first(con: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
 def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: str) -> None:
     """Refuse usage rows that would silently give a wrong number."""
     grain = config.grain_seconds
+    most = grain + config.prometheus.scrape_interval_seconds  # a scrape stamped late past the end counts next
     checks = [
         ("util_mean is NaN or outside 0-100",
          "isnan(util_mean) OR util_mean < 0 OR util_mean > 100"),
-        (f"seconds_present outside 0-{grain} (the grain)",
-         f"seconds_present < 0 OR seconds_present > {grain}"),
+        (f"seconds_present outside 0-{most} (the grain and one scrape interval)",
+         f"seconds_present < 0 OR seconds_present > {most}"),
         ("seconds_busy or seconds_idle negative or above seconds_present",
          "seconds_busy < 0 OR seconds_idle < 0 OR seconds_busy > seconds_present OR seconds_idle > seconds_present "
          "OR seconds_busy + seconds_idle > seconds_present"),
@@ -275,11 +276,12 @@ def _check_usage(con: duckdb.DuckDBPyConnection, config: Config, path: str) -> N
     row = _first(
         con,
         "SELECT gpu_uuid, interval_start, sum(seconds_present) FROM incoming_gpu_usage "
-        f"GROUP BY ALL HAVING sum(seconds_present) > {grain} ORDER BY interval_start, gpu_uuid LIMIT 1",
+        f"GROUP BY ALL HAVING sum(seconds_present) > {most} ORDER BY interval_start, gpu_uuid LIMIT 1",
     )
     if row:
         raise DataError(
-            f"{path}: GPU {row[0]} at {row[1]:%Y-%m-%dT%H:%MZ} has {row[2]} s of owners in a {grain} s interval"
+            f"{path}: GPU {row[0]} at {row[1]:%Y-%m-%dT%H:%MZ} has {row[2]} s of owners in a {grain} s interval "
+            f"(at most {most} s: the interval and one scrape interval stamped late past its end)"
         )
 
 

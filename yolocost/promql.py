@@ -81,26 +81,30 @@ class GrainQueries:
         matchers = [m for m in (self.selector, gpus, *extra) if m]
         return f"{metric}{{{', '.join(matchers)}}}" if matchers else metric
 
-    def _fresh(self, metric: str, *extra: str) -> str:
-        return f"last_over_time({self._sel(metric, *extra)}[{self._range(self.scrape)}] offset 1ms)"
+    def _fresh(self, metric: str, *extra: str, within: tuple[int, int] | None = None) -> str:
+        """The last sample in the scrape interval before a step (less 1 ms); `within` (width,
+        offset) in ms: in [t - offset - width, t - offset) instead."""
+        width, offset = within or (self.scrape * 1000, 1)
+        r = f"{width if self.left_open else width - 1}ms"
+        return f"last_over_time({self._sel(metric, *extra)}[{r}] offset {offset}ms)"
 
-    def util(self, *extra: str) -> str:
+    def util(self, *extra: str, within: tuple[int, int] | None = None) -> str:
         """Utilization in percent per dcgm series; profiling metric first where chosen."""
-        dev, prof = self._fresh(UTIL_DEV, *extra), f"{self._fresh(UTIL_PROF, *extra)} * 100"
+        dev, prof = self._fresh(UTIL_DEV, *extra, within=within), f"{self._fresh(UTIL_PROF, *extra, within=within)} * 100"
         if self.utilization == "dev":
             return dev
         if self.utilization == "prof":
             return f"({prof})"
         return f"({prof} or {dev})"
 
-    def _unowned_util(self) -> str:
+    def _unowned_util(self, within: tuple[int, int] | None = None) -> str:
         """Series with no owner label. Series of a scrape that renames the exporter's labels
         to exported_* carry the exporter's own pod, which does not make them owned."""
         base = ('hpc_job=""', 'exported_pod=""', 'pod_name=""')
-        parts = [self.util(*base, 'pod=""')]
+        parts = [self.util(*base, 'pod=""', within=within)]
         if self.exported_jobs:
             jobs = "|".join(re.escape(j) for j in self.exported_jobs)
-            parts.append(self.util(*base, f'job=~"{_quote(jobs)}"'))
+            parts.append(self.util(*base, f'job=~"{_quote(jobs)}"', within=within))
         return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
     def _held_util(self) -> str:
@@ -276,19 +280,43 @@ class GrainQueries:
         (see ingest.py `_energy_points`), for the grains `energy_last` does not settle."""
         return f"{self._sel(ENERGY)}[{self._range(seconds + LOOKBACK)}] offset 1ms"
 
+    def _count_in(self, within: tuple[int, int]) -> str:
+        """Per GPU, its utilization series with a sample in [t - offset - width, t - offset) (ms)."""
+        return f"count by ({self.gpu}) ({self.util(within=within)})"
+
+    def _halves(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The later and the earlier half of the scrape interval before a step, as `within`."""
+        p, half = self.scrape * 1000, self.scrape * 500
+        return (half, 1), (p - half, half + 1)
+
     def special_gpus(self, seconds: int) -> str:
-        """GPUs with more than one series at some sample of the last `seconds` (shared GPU,
+        """GPUs with more than one series at a sample of the last `seconds` (shared GPU,
         duplicated scrape, owner change within one sample): they need the attribution join.
+        More than one in one scrape step alone is not enough: the old owner's last sample of
+        an owner change, stamped late past the step boundary, shares a step with the new
+        owner's first, a scrape interval apart. Two series of one sample are closer than half
+        an interval (one scrape: the same time), and duplicated scrapes go on for more than
+        one step, so a GPU needs the join where a step holds two series and either half of
+        it does too, or the step before does.
         Where discovery saw device-level series beside owned ones (`device_series`), also the
         GPUs that hold both at one sample, marked `device_series="1"`: only their queries
         need the longer form that leaves the device-level series out of the owners."""
         r = f"[{self._range(seconds)}:{self.scrape}s]"
-        shared = f"max_over_time((count by ({self.gpu}) ({self.util()})){r}) > 1"
+        p = self.scrape * 1000
+        step, before = self._count_in((p, 1)), self._count_in((p, p + 1))
+        late, early = (self._count_in(h) for h in self._halves())
+        together = f"({before} > 1 or {late} > 1 or {early} > 1)"
+        shared = f"max_over_time(({step} > 1 and on({self.gpu}) {together}){r}) > 1"
         if not self.device_series:
             return shared
-        free = self._unowned_util()
-        both = f"count by ({self.gpu}) ({self.util()} unless {free}) and on({self.gpu}) count by ({self.gpu}) ({free})"
-        return f'{shared} or label_replace(max_over_time(({both}){r}), "device_series", "1", "", "")'
+
+        def both(within: tuple[int, int]) -> str:  # one scrape: owned and unowned series at one time
+            free = self._unowned_util(within)
+            return (f"count by ({self.gpu}) ({self.util(within=within)} unless {free}) "
+                    f"and on({self.gpu}) count by ({self.gpu}) ({free})")
+
+        device = " or ".join(f"({both(h)})" for h in self._halves())
+        return f'{shared} or label_replace(max_over_time(({device}){r}), "device_series", "1", "", "")'
 
     # ---- checks and metadata
     def selector_for(self, metric: str) -> str:

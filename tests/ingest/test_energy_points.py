@@ -4,10 +4,9 @@ telescoped from its last value per grain where nothing interrupts the deltas
 
 Hand-made samples on a 30 s scrape, 300 s grains, each sample 1 s after a scrape step's start
 (so sample j belongs to the step ending 30 (j + 1) s after the window start). Expected figures
-are worked out by hand from the rule the joined path's PromQL and the generator's truth share:
-a sample's delta is its counter minus the GPU's previous value within 5 minutes (a drop is a
-reset: the value itself; no previous value within 5 minutes: no delta), given to the series of
-that sample.
+are worked out by hand from the generator's truth's rule: a sample's delta is its counter minus
+the GPU's previous sample within 5 minutes (a drop is a reset: the value itself; no previous
+sample within 5 minutes: no delta), given to the series of that sample.
 """
 
 from __future__ import annotations
@@ -135,11 +134,12 @@ def test_an_owner_change_sends_its_grain_and_the_next_to_raw_samples():
 
 
 def test_a_counter_that_drops_between_two_owners_is_not_telescoped():
-    # no series drops on its own; the GPU's counter does (the first owner's last value stays the
-    # counter for 5 minutes): by the rule grain 2 gets 907 for the step where that value ages out
+    # no series drops on its own; the GPU's counter does: e's first sample (7) is newer than d's
+    # last (11,400) and lower, a reset, so e's grain 1 gets 7 + 4 x 100 (not deferred until d's
+    # value leaves the 5 minutes, as the greatest of the series' values would have it)
     got, whole, raw = _both_ways([_series("GPU-7", "d", {j: 10_000 + 100 * j for j in range(-10, 15)}),
                                   _series("GPU-7", "e", {j: 7 + 100 * (j - 15) for j in range(15, 40)})], 4)
-    assert got == whole == {("d", 0): 1000.0, ("d", 1): 500.0, ("e", 1): 0.0, ("e", 2): 907.0 + 500,
+    assert got == whole == {("d", 0): 1000.0, ("d", 1): 500.0, ("e", 1): 407.0, ("e", 2): 1000.0,
                             ("e", 3): 1000.0}
     assert raw == [(S, S + 3 * GRAIN, {"GPU-7": {0, 1, 2}})]
 

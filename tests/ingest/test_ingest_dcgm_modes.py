@@ -173,6 +173,11 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
     h.assert_ok(allowed)
     assert "warning: --allow-uncounted: 12 samples (360 GPU-seconds)" in allowed.stderr
     assert _seconds(h, db) == [("GPU-eee", "j9", Decimal(3240)), ("GPU-fff", "ml/late", Decimal(3600))]
+    notes = h.query(db, "SELECT kind, hostname, gpu_uuid, samples, seconds FROM ingest_notes")
+    assert notes == [("uncounted", "n-new", "GPU-eee", 12, Decimal(360))]
+    again = yc.ingest(config, db, extra=("--allow-uncounted",))  # a rerun replaces the window's notes
+    h.assert_ok(again)
+    assert h.query(db, "SELECT count(*) FROM ingest_notes") == [(1,)]
 
 
 def test_old_namespace_labels_are_read(h, modes_prom, tmp_path):

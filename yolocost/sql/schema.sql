@@ -109,6 +109,24 @@ CREATE TABLE IF NOT EXISTS month_builds (
     archived_at TIMESTAMPTZ
 );
 
+-- ingest_notes: what an ingest's window was billed without, or from, beyond the usage rows:
+-- one row per GPU whose samples could not be counted (kind 'uncounted', with --allow-uncounted:
+-- samples and their seconds) and one per window whose answers were partial (kind 'partial',
+-- accepted by [prometheus] accept_partial_responses: the store's first warning in detail).
+-- Replaced with the window's usage rows; never pruned. Reports list them for the months the
+-- window overlaps.
+CREATE TABLE IF NOT EXISTS ingest_notes (
+    window_start TIMESTAMPTZ NOT NULL,
+    window_end   TIMESTAMPTZ NOT NULL,
+    cluster      VARCHAR NOT NULL,
+    kind         VARCHAR NOT NULL,
+    hostname     VARCHAR,
+    gpu_uuid     VARCHAR,
+    samples      BIGINT,
+    seconds      DECIMAL(18, 6),
+    detail       VARCHAR
+);
+
 -- loads: one row per loaded window (ingest or Parquet load), newest last.
 CREATE TABLE IF NOT EXISTS loads (
     loaded_at    TIMESTAMPTZ NOT NULL,
