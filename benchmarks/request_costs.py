@@ -25,6 +25,19 @@ from yolocost.promclient import PrometheusClient  # noqa: E402
 from yolocost.promql import ENERGY  # noqa: E402
 
 
+def _instant_kind(q: str) -> str:
+    """What an instant query of the ingest is, for the table."""
+    if q.startswith(ENERGY):
+        return "energy raw samples"
+    if q.startswith("resets("):
+        return "energy resets"
+    if q.startswith("{"):
+        return "utilization raw samples (busy/idle where a step held two)"
+    if " and on(" in q:
+        return "plan: which GPUs need the join (special_gpus)"
+    return "plan: GPUs with two series in a step (several_series)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tsdb", required=True)
@@ -45,8 +58,7 @@ def main() -> None:
         kinds: dict[str, list] = {}
         for path, params in reqs:
             q = params["query"]
-            kind = q[:70] if path != QUERY else "energy raw samples" if q.startswith(ENERGY) else \
-                "energy resets" if q.startswith("resets(") else "plan (special_gpus)"
+            kind = q[:70] if path != QUERY else _instant_kind(q)
             cpu = prom.cpu_s()
             r = client.session.post(prom.url + path, data=params, timeout=600)
             if r.status_code != 200:

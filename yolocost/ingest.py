@@ -436,8 +436,18 @@ class _Fetcher:
 
         def plan(chunk: _Chunk) -> None:
             chunk.points = _Points(names, chunk.start, chunk.end, grain)
-            send(chunk, None, "plan", self.client.query, self.queries.special_gpus(chunk.end - chunk.start),
+            send(chunk, None, "plan", self.client.query, self.queries.several_series(chunk.end - chunk.start),
                  chunk.end)
+
+        def refine(chunk: _Chunk, plan_answer: list[dict]) -> None:
+            """The GPUs with two series in one scrape step (usually few): which of them need the
+            join (`special_gpus`), asked of them alone, as it costs the server several times more."""
+            several = sorted({uuid_of(r["metric"]) for r in plan_answer} - {""})
+            if not several:
+                queue(chunk, [])
+                return
+            send(chunk, "refine", "plan", self.client.query,
+                 self.queries.only(several, keep=True).special_gpus(chunk.end - chunk.start), chunk.end)
 
         def queue(chunk: _Chunk, plan_answer: list[dict]) -> None:
             shared = {uuid_of(r["metric"]) for r in plan_answer if "device_series" not in r["metric"]}
@@ -528,7 +538,7 @@ class _Fetcher:
                         split(chunk, too_big)
                         continue
                     if kind == "plan":
-                        queue(chunk, answer)
+                        (queue if name == "refine" else refine)(chunk, answer)
                         continue
                     if kind == "raw":
                         chunk.parts.append(("energy", answer))

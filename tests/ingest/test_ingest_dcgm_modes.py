@@ -27,6 +27,8 @@ By hand (120 samples a series in the window, 30 s each; at 2.00 a GPU-hour):
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
@@ -178,6 +180,19 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
     again = yc.ingest(config, db, extra=("--allow-uncounted",))  # a rerun replaces the window's notes
     h.assert_ok(again)
     assert h.query(db, "SELECT count(*) FROM ingest_notes") == [(1,)]
+
+    # the reports say what the month was billed without: the admin report names the GPU
+    month = h.DATA_START.strftime("%Y-%m")
+    report = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db), "report",
+                             "--month", month, "--format", "html"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600)
+    h.assert_ok(report)
+    admin = (tmp_path / "reports" / month / "admin.html").read_text(encoding="utf-8")
+    assert "Incomplete data." in admin and "360 GPU-seconds of 1 shared, MIG or job-info GPU(s)" in admin
+    assert "GPU-eee on n-new (360 s)." in admin
+    project = next((tmp_path / "reports" / month).glob("project-*.html")).read_text(encoding="utf-8")
+    assert "Some samples of shared, MIG or job-info GPUs could not be counted" in project
+    assert "GPU-eee" not in project
 
 
 def test_old_namespace_labels_are_read(h, modes_prom, tmp_path):

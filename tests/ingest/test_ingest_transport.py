@@ -167,10 +167,15 @@ def test_partial_response_stops_the_ingest(yc, prior_db, h, prom):
 
 def test_accepted_partial_responses_are_billed_and_kept_for_the_caller(yc, good_db, tmp_path, h, prom):
     """With accept_partial_responses = true the same answers are billed (here they were whole,
-    so the rows are the good ones); the client keeps the warnings for the ingest to report."""
+    so the rows are the good ones); the ingest says they were partial and keeps the warning
+    for the reports (`ingest_notes`)."""
     with serve(relay(prom.url, partial_answers({"warnings": [PARTIAL, INFO]}))) as url:
         db = tmp_path / "accepted.duckdb"
-        h.assert_ok(yc.ingest(yc.config(url, prometheus="accept_partial_responses = true"), db))
+        accepted = yc.ingest(yc.config(url, prometheus="accept_partial_responses = true"), db)
+        h.assert_ok(accepted)
+        assert f"warning: Prometheus at {url} answered with a partial response" in accepted.stderr
+        # kept for the reports: one row for the window, with the store's first warning
+        assert h.query(db, "SELECT kind, detail FROM ingest_notes") == [("partial", PARTIAL)]
         slept: list[float] = []
         c = client(url, slept, accept_partial_responses=True)
         assert c.series("DCGM_FI_DEV_GPU_UTIL", h.WINDOW_START.timestamp(), h.WINDOW_END.timestamp())

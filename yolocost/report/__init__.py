@@ -44,6 +44,7 @@ from ..templating import environment, template_errors
 from . import charts, data, jobs
 from . import html as html_out
 from . import index as month_index
+from .notes import month_notes
 
 Progress = Callable[[str], None]
 # html, pdf: the admin and project reports; summary: summary.html; csv: the finance CSV;
@@ -267,6 +268,9 @@ def render_reports(
                 reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
                                                  grain_seconds=config.grain_seconds, currency=config.currency)
             extras = _read_extras(con, config, month, formats, progress)
+            notes = month_notes(con, config, month)  # what the bill was made without: every report says it
+            for report in reports.values():
+                report["notes"] = notes
     finally:
         con.close()
 
