@@ -167,8 +167,9 @@ def _fetch(config: Config, start: int, end: int, spill: "_Spill", progress: Prog
         if note:
             progress(f"warning: {note}")
         scrape = config.prometheus.scrape_interval_seconds
-        notes = [("uncounted", host, gpu, n, n * scrape, None) for (host, gpu), n in sorted(fetcher.uncounted.items())]
-        notes += [("partial", None, None, None, None, w) for w in client.warnings[:1]]
+        notes = [(at, at + config.grain_seconds, "uncounted", host, gpu, n, n * scrape, None)
+                 for (host, gpu, at), n in sorted(fetcher.uncounted.items(), key=lambda kv: (kv[0][2], kv[0][1]))]
+        notes += [(start, end, "partial", None, None, None, None, w) for w in client.warnings[:1]]
     finally:
         client.close()
         spill.close()
@@ -212,7 +213,7 @@ class _Fetched:
     requests: int = 0
     splits: int = 0
     files: list[tuple[int, Path]] = field(default_factory=list)  # the spill's (`_Spill.files`)
-    notes: list[tuple] = field(default_factory=list)  # `ingest_notes` rows: (kind, host, GPU, samples, seconds, detail)
+    notes: list[tuple] = field(default_factory=list)  # `ingest_notes` rows (epoch seconds for the times)
 
 
 @dataclass
@@ -244,9 +245,10 @@ class _Discovered:
         self.always.update(uuid_of(s) for s in job_info)
         self.always.update(uuid_of(s) for s in util if s.get("GPU_I_ID"))
         by_gpu: dict[tuple, set[bool]] = {}
-        for s in util:
-            gpu = (uuid_of(s), s.get("GPU_I_ID", ""))
-            by_gpu.setdefault(gpu, set()).add(bool(any(s.get(k) for k in promql.OWNER_LABELS)))
+        for s in util:  # owned as attribution.pod_of has it: the pod of a renaming scrape is the exporter's
+            owned = s.get("hpc_job") or s.get("exported_pod") or s.get("pod_name") or \
+                (s.get("pod") and s.get("job", "") not in self.exported)
+            by_gpu.setdefault((uuid_of(s), s.get("GPU_I_ID", "")), set()).add(bool(owned))
         self.device_series = self.device_series or any(len(kinds) == 2 for kinds in by_gpu.values())
         # the probe's spread of each chunk, then the probe's own over their union: a few
         # series a chunk, drawn as the probe would from the window's
@@ -262,7 +264,7 @@ class _Fetcher:
         self.where = client.where
         self.requests = 0
         self.splits = 0
-        self.uncounted: dict[tuple[str, str], int] = {}  # (host, GPU) -> samples the grain queries could not count
+        self.uncounted: dict[tuple[str, str, int], int] = {}  # (host, GPU, interval) -> samples not counted
         self.allow_uncounted = False
 
     # ---- discovery
@@ -347,7 +349,7 @@ class _Fetcher:
         self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
                                                                                             attribution)))
         probe.requests = 0
-        probe.spot_check(facts, *spill.probed_rows(), {gpu: n for (_, gpu), n in self.uncounted.items()})
+        probe.spot_check(facts, *spill.probed_rows(), self._uncounted_by_gpu())
         self.requests += probe.requests
         self._check_uncounted()
         for line in attribution.warnings():  # what the owners' labels lacked (kube-state-metrics' flags)
@@ -356,16 +358,25 @@ class _Fetcher:
         progress_rows, results = self._training(start, end)
         return _Fetched(attribution.jobs, progress_rows, results)
 
+    def _uncounted_by_gpu(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (_, gpu, _), n in self.uncounted.items():
+            out[gpu] = out.get(gpu, 0) + n
+        return out
+
     def _check_uncounted(self) -> None:
         """Samples of joined GPUs (shared, MIG, job-info) that two fell into one scrape step of a
         series: stop, naming the GPUs and how much, unless `allow_uncounted` (then say it)."""
         if not self.uncounted:
             return
         scrape = self.config.prometheus.scrape_interval_seconds
-        worst = sorted(self.uncounted.items(), key=lambda kv: (-kv[1], kv[0]))
+        per_gpu: dict[tuple[str, str], int] = {}
+        for (host, gpu, _), n in self.uncounted.items():
+            per_gpu[(host, gpu)] = per_gpu.get((host, gpu), 0) + n
+        worst = sorted(per_gpu.items(), key=lambda kv: (-kv[1], kv[0]))
         named = ", ".join(f"{gpu} on {host} ({n:,} samples, {n * scrape:,} s)" for (host, gpu), n in worst[:3])
         more = f" and {len(worst) - 3} more" if len(worst) > 3 else ""
-        total = sum(self.uncounted.values())
+        total = sum(per_gpu.values())
         what = (f"{total:,} samples ({total * scrape:,} GPU-seconds) of {len(worst)} shared, MIG or job-info GPU(s) "
                 f"at {self.where} were stamped so late that two fell into one {scrape} s scrape step, where their "
                 f"owners are decided: {named}{more}")
@@ -412,8 +423,8 @@ class _Fetcher:
 
         def send(chunk: _Chunk, name, kind: str, fn, *args) -> None:
             self.requests += 1
-            # a chunk's raw energy requests go first: its points are held until they are answered
-            (backlog.appendleft if kind == "raw" else backlog.append)((chunk, name, kind, fn, args))
+            # a chunk's raw requests go first: its points are held until they are answered
+            (backlog.appendleft if kind in ("raw", "rawutil") else backlog.append)((chunk, name, kind, fn, args))
 
         def fill() -> None:
             while backlog and len(running) < limit:
@@ -431,7 +442,7 @@ class _Fetcher:
             if kind == "raw":
                 return self._energy_arrays(chunk.points, answer, *name)
             if kind == "rawutil":
-                return self._busy_idle_arrays(chunk.points, answer, *name)
+                return self._utilization_arrays(chunk.points, answer, *name)
             return self._arrays(chunk.points, answer)
 
         def plan(chunk: _Chunk) -> None:
@@ -463,6 +474,7 @@ class _Fetcher:
                     joined = replace(self.queries, device_series=longer).only(group, keep=True)
                     queries += [(name, "part", q) for name, q in joined.grain_queries().items()]
             chunk.waiting = len(queries) + 1
+            chunk.needs = _EXACT + tuple(n for n, kind, _ in queries if kind == "plain" and n == "prof_samples")
             for name, kind, q in queries:
                 send(chunk, name, kind, self.client.query_range, q, chunk.start + grain, chunk.end, grain)
             send(chunk, "energy_resets", "plain", self.client.query, plain.energy_resets(chunk.end - chunk.start),
@@ -487,17 +499,21 @@ class _Fetcher:
                 send(chunk, (a, b, wanted), "raw", self.client.query, which.energy_samples(b - a), b)
 
         def exact(chunk: _Chunk) -> None:
-            """The plain GPUs' busy and idle counts, taken from raw samples where a subquery
-            step held two samples of a series (`GrainQueries.plain_queries`)."""
+            """The plain GPUs' samples, busy and idle counts and utilization, taken from raw
+            samples where a subquery step held two samples of a series, or where a series'
+            profiling metric has other samples than DCGM_FI_DEV_GPU_UTIL (`auto`;
+            `GrainQueries.plain_queries`)."""
             held = chunk.held
             self._check_steps(chunk.points, held["samples"], held["slots"])
-            collided = _collided(held["samples"], held["slots"])
-            for name in ("busy", "idle"):
+            redo = _collided(held["samples"], held["slots"])
+            if "prof_samples" in held:
+                redo = np.union1d(redo, _collided(held.pop("prof_samples"), held["samples"]))
+            for name in _RAW_UTIL:
                 key, value = held.pop(name)
-                keep = ~np.isin(key, collided)
+                keep = ~np.isin(key, redo)
                 chunk.parts.append((name, (key[keep], value[keep])))
             chunk.exact = True
-            pieces = _by_hour(chunk.points, collided)
+            pieces = _by_hour(chunk.points, redo)
             chunk.waiting += len(pieces)
             for a, b, cells in pieces:
                 uuids = sorted({uuid_of(chunk.points.labels[k // chunk.points.steps]) for k in cells.tolist()})
@@ -543,23 +559,23 @@ class _Fetcher:
                     if kind == "raw":
                         chunk.parts.append(("energy", answer))
                     elif kind == "rawutil":
-                        chunk.parts += [("busy", answer[0]), ("idle", answer[1])]
+                        chunk.parts += list(zip(_RAW_UTIL, answer))
                     elif kind == "part" and name in _SERIES_COUNTS:
                         chunk.counts[name] = answer
                         if len(chunk.counts) == len(_SERIES_COUNTS):
-                            self._uncounted(chunk.points, chunk.counts)
+                            chunk.uncounted = self._uncounted(chunk.points, chunk.counts)
                     elif kind == "plain" and name in _HELD:
                         chunk.held[name] = answer
-                        if name == "samples":
-                            chunk.parts.append((name, answer))
                     else:
                         chunk.parts.append((name, answer))
                     if not chunk.telescoped and all(n in chunk.held for n in _TELESCOPE):
                         telescope(chunk)
-                    if not chunk.exact and all(n in chunk.held for n in _EXACT):
+                    if not chunk.exact and all(n in chunk.held for n in chunk.needs):
                         exact(chunk)
                     chunk.waiting -= 1
                     if chunk.waiting == 0:
+                        for gpu, n in chunk.uncounted.items():  # a chunk counts once it is whole (not split)
+                            self.uncounted[gpu] = self.uncounted.get(gpu, 0) + n
                         columns = chunk.points.keep_chunk(chunk.parts)
                         keep(chunk.points, columns)
                         chunk.parts, chunk.points = [], None
@@ -574,7 +590,7 @@ class _Fetcher:
 
     def _energy_arrays(self, points: "_Points", answer: list[dict], start: int, end: int,
                        wanted: dict[str, set[int]]) -> tuple[np.ndarray, np.ndarray]:
-        """`_energy_points` of the raw samples of (start, end], kept for the `wanted` grain steps
+        """`_energy_points` of the raw samples of [start, end), kept for the `wanted` grain steps
         of each GPU (an answer holds more); a point that is not a [time, "value"] pair stops the
         ingest, naming the server (as `_arrays`)."""
         try:
@@ -583,47 +599,68 @@ class _Fetcher:
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
                                         "numbers") from None
 
-    def _busy_idle_arrays(self, points: "_Points", answer: list[dict], start: int, end: int,
-                          cells: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        """`_raw_busy_idle` of the raw utilization samples of [start, end), a point that is not a
-        [time, "value"] pair stopping the ingest, naming the server (as `_arrays`)."""
+    def _utilization_arrays(self, points: "_Points", answer: list[dict], start: int, end: int,
+                            cells: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """`_raw_utilization` of the raw utilization samples of [start, end), a point that is not
+        a [time, "value"] pair stopping the ingest, naming the server (as `_arrays`)."""
         q = self.queries
         try:
-            return _raw_busy_idle(points, answer, cells, q.busy, q.idle)
+            return _raw_utilization(points, answer, cells, q.busy, q.idle)
         except (TypeError, ValueError, IndexError, KeyError):
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
                                         "numbers") from None
 
-    def _uncounted(self, points: "_Points", counts: dict) -> None:
+    def _uncounted(self, points: "_Points", counts: dict) -> dict[tuple[str, str, int], int]:
         """Samples of the joined GPUs that the grain queries could not count (two in one
-        subquery step of a series), per GPU: `series_counts` raw samples minus steps held."""
+        subquery step of a series) per (host, GPU, interval start): `series_counts` raw samples
+        minus steps held, the most of any of the GPU's series (the series of one GPU, e.g. its
+        pods' on a shared GPU, share their scrapes' steps)."""
         (key, samples), slots = counts.pop("series_samples"), counts.pop("series_slots")
         self._check_steps(points, (key, samples), slots)
         short = samples - np.nan_to_num(_aligned(key, *slots))
+        out: dict[tuple[str, str, int], int] = {}
         for k, n in zip(key[short > 0].tolist(), short[short > 0].tolist()):
             gpu = gpu_of(points.labels[k // points.steps])
             if gpu is not None:
-                self.uncounted[(gpu.hostname, gpu.gpu_uuid)] = self.uncounted.get((gpu.hostname, gpu.gpu_uuid), 0) + int(n)
+                cell = (gpu.hostname, gpu.gpu_uuid, points.start + (k % points.steps) * points.grain)
+                out[cell] = max(out.get(cell, 0), int(n))
+        return out
 
     def _check_steps(self, points: "_Points", samples: tuple[np.ndarray, np.ndarray],
                      slots: tuple[np.ndarray, np.ndarray]) -> None:
-        """A scrape step holds at most two samples of a series however late they were stamped
-        (scrapes start an interval apart): fewer steps than half the raw samples means the
-        store bounds ranges otherwise than measured (storeprobe.py). Stop, naming a series."""
+        """A grain holds at most one sample more than it has scrape intervals (the last one
+        stamped late past its end), and a scrape step at most two samples of a series however
+        late they were stamped: more samples means a scrape faster than configured (which the
+        store probe measures on a few series only), fewer steps than half the raw samples a
+        store that bounds ranges otherwise than measured (storeprobe.py). Stop, naming a series."""
         key, count = samples
+        scrape = self.config.prometheus.scrape_interval_seconds
+        most = points.grain // scrape + 1
+        fast = np.flatnonzero(count > most)
+        if len(fast):
+            k = int(key[fast[0]])
+            raise DataError(
+                f"the series {self._series_name(points.labels[k // points.steps])} at {self.where} holds "
+                f"{int(count[fast[0]])} samples in the {points.grain} s from "
+                f"{coverage.at_epoch(points.start + (k % points.steps) * points.grain)} (at most {most} at one "
+                f"every {scrape} s): it is scraped more often than [prometheus] scrape_interval_seconds = {scrape}; "
+                "set it to dcgm-exporter's scrape interval"
+            )
         held = np.nan_to_num(_aligned(key, *slots))
         wrong = np.flatnonzero(2 * held < count)
         if len(wrong):
             k = int(key[wrong[0]])
             at = points.start + (k % points.steps) * points.grain
-            labels = points.labels[k // points.steps]
-            series = ", ".join(f"{n}={labels[n]}" for n in ("UUID", "uuid", "GPU_I_ID", "pod", "instance")
-                               if labels.get(n))
             raise DataError(
                 f"{self.where} answers the grain queries otherwise than its ranges were measured: the series "
-                f"{{{series}}} holds {int(count[wrong[0]])} raw samples in the {points.grain} s from "
+                f"{self._series_name(points.labels[k // points.steps])} holds {int(count[wrong[0]])} raw samples in the {points.grain} s from "
                 f"{coverage.at_epoch(at)} but only {int(held[wrong[0]])} of its scrape steps hold one; nothing was written"
             )
+
+    @staticmethod
+    def _series_name(labels: dict[str, str]) -> str:
+        return "{" + ", ".join(f"{n}={labels[n]}" for n in ("UUID", "uuid", "GPU_I_ID", "pod", "instance")
+                               if labels.get(n)) + "}"
 
     def _arrays(self, points: "_Points", answer: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """`points.arrays(answer)`; a point that is not a [time, "value"] pair on the query's
@@ -722,8 +759,9 @@ class _Fetcher:
 
 
 _TELESCOPE = ("slots", "energy_last", "energy_count", "energy_resets")  # what `telescope` reads
-_EXACT = ("samples", "slots", "busy", "idle")  # what `exact` reads
-_HELD = set(_TELESCOPE + _EXACT)
+_RAW_UTIL = ("samples", "busy", "idle", "util")  # what `exact` replaces where raw samples decide
+_EXACT = ("slots", *_RAW_UTIL)  # what `exact` reads (and `prof_samples` in auto mode)
+_HELD = set(_TELESCOPE + _EXACT + ("prof_samples",))
 _SERIES_COUNTS = ("series_samples", "series_slots")
 
 
@@ -741,6 +779,8 @@ class _Chunk:
     telescoped: bool = False  # the plain GPUs' energy is settled (raw requests sent)
     exact: bool = False  # the plain GPUs' busy and idle are settled (raw requests sent)
     counts: dict = field(default_factory=dict)  # the joined GPUs' `series_counts` answers
+    needs: tuple = ()  # what `exact` reads (`_EXACT`, and `prof_samples` where sent)
+    uncounted: dict = field(default_factory=dict)  # (host, GPU, interval) -> samples not counted
 
 
 class _Points:
@@ -851,7 +891,7 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
 
 def _raw_energy(points: "_Points", answer: list[dict], start: int, end: int, wanted: dict[str, set[int]],
                 scrape: int) -> tuple[np.ndarray, np.ndarray]:
-    """`_energy_points` of raw samples of (start, end], kept for the `wanted` grain steps of each
+    """`_energy_points` of raw samples of [start, end), kept for the `wanted` grain steps of each
     GPU (a piece of `_telescoped_energy`'s; the answer may hold more)."""
     answer = [s for s in answer if uuid_of(s["metric"]) in wanted]
     keys, values = _energy_points(points, answer, start, end, scrape)
@@ -867,15 +907,16 @@ def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray]
     """The plain GPUs' energy per series x grain step where the counter's deltas telescope, and
     the grains left for raw samples (`_energy_points`) as (start, end, {GPU: grain steps}).
 
-    `_energy_points` gives each step the GPU's counter (the newest sample within LOOKBACK,
-    all its series together) minus the step before's, to the series present. Where, through
-    the grain and the LOOKBACK before it, a GPU's only series is S (in utilization and energy
-    alike), S holds a sample of both in every scrape interval of the grain (its energy comes
-    with the utilization, one scrape) and one in the grain before (in every interval, for
-    grains longer than LOOKBACK), and its counter does not drop, every step has a counter,
-    every delta goes to S, and they sum to S's last value in the grain minus its last value
-    in the grain before. `samples`, `last` and `count` are `_Points.arrays` answers of the
-    plain `samples`, `energy_last` and `energy_count` queries; `reset` the GPUs whose counter
+    `_energy_points` gives each sample the GPU's counter minus its previous sample within
+    LOOKBACK, to the sample's series. Where, through the grain and the LOOKBACK before it, a
+    GPU's only series is S (in utilization and energy alike), S holds a sample of both in every
+    scrape step of the grain (its energy comes with the utilization, one scrape) and one in the
+    grain before (in every step, for grains longer than LOOKBACK), and its counter does not
+    drop, every sample has its previous one within LOOKBACK, every delta goes to S, and they
+    sum to S's last value in the grain minus its last value in the grain before.
+    `samples` is the plain `slots` answer (scrape steps holding a sample: a step of a late
+    scrape that holds none sends the grain to raw samples), `last` and `count` the
+    `energy_last` and `energy_count` answers (`_Points.arrays`); `reset` the GPUs whose counter
     drops in the chunk (`energy_resets`). A chunk's first grains lack the LOOKBACK before
     them here, so they always go raw."""
     grain, steps = points.grain, points.steps
@@ -935,8 +976,10 @@ def _telescoped_energy(points: "_Points", samples: tuple[np.ndarray, np.ndarray]
 
 
 def _collided(samples: tuple[np.ndarray, np.ndarray], slots: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Keys (series x grain step) whose raw sample count differs from the subquery steps that
-    hold a sample: some step held two samples of the series (sorted)."""
+    """Keys (series x grain step) of `samples` whose count differs from the other answer's
+    (missing: 0), sorted: against the subquery steps that hold a sample, some step held two
+    samples of the series; the profiling metric's count against the samples', it has other
+    samples than DCGM_FI_DEV_GPU_UTIL."""
     key, count = samples
     held = np.nan_to_num(_aligned(key, *slots))
     return np.sort(key[held != count])
@@ -955,13 +998,14 @@ def _by_hour(points: "_Points", cells: np.ndarray) -> list[tuple[int, int, np.nd
     return pieces
 
 
-def _raw_busy_idle(points: "_Points", answer: list[dict], cells: np.ndarray, busy: float, idle: float
-                   ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """Samples above `busy` and below `idle` per cell (series x grain step, every one of
-    `cells`, zeros included) from the utilization metrics' raw samples: each stored sample
-    counts once. A NaN (a staleness marker, which some stores return as a sample) is no
-    sample. Where a series has DCGM_FI_PROF_GR_ENGINE_ACTIVE samples in a grain, only those
-    count (x 100), as the grain queries prefer it (`GrainQueries._raw_util`)."""
+def _raw_utilization(points: "_Points", answer: list[dict], cells: np.ndarray, busy: float, idle: float
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Samples, samples above `busy` and below `idle`, and utilization summed, per cell (series
+    x grain step, every one of `cells`, zeros included) from the utilization metrics' raw
+    samples: each stored sample counts once. A NaN (a staleness marker, which some stores
+    return as a sample) is no sample. Where a series has a DCGM_FI_PROF_GR_ENGINE_ACTIVE
+    sample at a time, it is that time's utilization (x 100), as the grain queries prefer it;
+    else DCGM_FI_DEV_GPU_UTIL's (one scrape stamps both alike). In `_RAW_UTIL`'s order."""
     sizes = [len(s["values"]) for s in answer]
     sid = np.repeat(points.sids(answer), sizes)
     prof = np.repeat(np.array([s["metric"].get("__name__") == promql.UTIL_PROF for s in answer], bool), sizes)
@@ -970,14 +1014,19 @@ def _raw_busy_idle(points: "_Points", answer: list[dict], cells: np.ndarray, bus
     value = np.array([v[1] for v in flat], dtype=np.float64)
     step = (ms - points.start * 1000) // (points.grain * 1000)
     key = sid * points.steps + step
-    keep = ~np.isnan(value) & np.isin(key, cells)
-    key, value, prof = key[keep], np.where(prof[keep], value[keep] * 100, value[keep]), prof[keep]
-    keep = prof | ~np.isin(key, key[prof])
-    key, value = key[keep], value[keep]
+    keep = ~np.isnan(value) & (step >= 0) & (step < points.steps) & np.isin(key, cells)
+    key, ms, prof = key[keep], ms[keep], prof[keep]
+    value = np.where(prof, value[keep] * 100, value[keep])
+    order = np.lexsort((prof, ms, key))  # per series and time, the profiling sample last
+    key, ms, value = key[order], ms[order], value[order]
+    last = np.r_[(key[1:] != key[:-1]) | (ms[1:] != ms[:-1]), True] if len(key) else np.zeros(0, bool)
+    key, value = key[last], value[last]
     at = np.searchsorted(cells, key)
     n = len(cells)
-    return ((cells, np.bincount(at, value > busy, n).astype(np.float64)),
-            (cells, np.bincount(at, value < idle, n).astype(np.float64)))
+    return [(cells, np.bincount(at, minlength=n).astype(np.float64)),
+            (cells, np.bincount(at, value > busy, n).astype(np.float64)),
+            (cells, np.bincount(at, value < idle, n).astype(np.float64)),
+            (cells, np.bincount(at, value, n))]
 
 
 def _aligned(key: np.ndarray, other: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -1357,13 +1406,15 @@ def _job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int
 
 def _store_notes(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime, end: dt.datetime,
                  notes: list[tuple]) -> None:
-    """The window's `ingest_notes` (schema.sql), replacing those of windows inside it."""
+    """The window's `ingest_notes` (schema.sql), replacing those inside it: uncounted samples are
+    noted per grain interval, so a later ingest of part of the window replaces exactly its own."""
     cluster = literal(config.cluster)
     con.execute(f"DELETE FROM ingest_notes WHERE cluster = {cluster} AND window_start >= {literal(start)} "
                 f"AND window_end <= {literal(end)}")
-    for kind, host, gpu, samples, seconds, detail in notes:
-        con.execute(f"INSERT INTO ingest_notes VALUES ({literal(start)}, {literal(end)}, {cluster}, {literal(kind)}, "
-                    f"{literal(host)}, {literal(gpu)}, {literal(samples)}, {literal(seconds)}, {literal(detail)})")
+    for a, b, kind, host, gpu, samples, seconds, detail in notes:
+        con.execute(f"INSERT INTO ingest_notes VALUES (to_timestamp({int(a)}), to_timestamp({int(b)}), {cluster}, "
+                    f"{literal(kind)}, {literal(host)}, {literal(gpu)}, {literal(samples)}, {literal(seconds)}, "
+                    f"{literal(detail)})")
 
 
 def _set_job_times(con: duckdb.DuckDBPyConnection) -> None:

@@ -95,7 +95,9 @@ class GrainQueries:
             return dev
         if self.utilization == "prof":
             return f"({prof})"
-        return f"({prof} or {dev})"
+        # `* 1` drops the metric name as `* 100` does: last_over_time keeps it, and a series
+        # named at some steps and not at others would be two series to a subquery's function
+        return f"({prof} or {dev} * 1)"
 
     def _unowned_util(self, within: tuple[int, int] | None = None) -> str:
         """Series with no owner label. Series of a scrape that renames the exporter's labels
@@ -210,15 +212,18 @@ class GrainQueries:
         return f"{fn}({self._sel(metric)}[{self._range(seconds)}] offset 1ms)"
 
     def _raw_util(self, fn: str, scale: bool = True) -> str:
-        """`_raw` of the utilization metric(s); `auto` prefers the profiling metric per series
-        and grain (x 100 where `scale`)."""
+        """`_raw` of the utilization metric(s) (the profiling one x 100 where `scale`). `auto`
+        takes the profiling metric where a series has it (its sums), and counts samples from
+        DCGM_FI_DEV_GPU_UTIL where it has that (`scale` False): the series x grains where the
+        two counts differ (profiling paused part of the time) are counted from raw samples,
+        one timestamp at a time (`prof_samples`)."""
         dev = self._raw(fn, UTIL_DEV, self.grain)
         prof = self._raw(fn, UTIL_PROF, self.grain) + (" * 100" if scale else "")
         if self.utilization == "dev":
             return dev
         if self.utilization == "prof":
             return f"({prof})"
-        return f"({prof} or {dev})"
+        return f"({prof} or {dev})" if scale else f"({dev} or {prof})"
 
     def plain_queries(self) -> dict[str, str]:
         """Per-series queries for GPUs that `special_gpus` did not flag: each dcgm series is
@@ -230,10 +235,14 @@ class GrainQueries:
         PromQL applies only at subquery steps (one per scrape interval): those count a
         sample per step, and `slots` counts the steps that hold one. Where `slots` is less
         than `samples`, two samples fell into one step (a scrape stamped late, past a step
-        boundary) and the ingest counts busy and idle from the raw samples instead
-        (`raw_util_samples`; ingest.py `_exact_busy_idle`)."""
+        boundary) and the ingest counts samples, busy, idle and utilization of that series x
+        grain from the raw samples instead (`raw_util_samples`; ingest.py `_raw_utilization`).
+        In `auto` mode the same goes for the grains where a series' profiling metric has
+        other samples than DCGM_FI_DEV_GPU_UTIL (`prof_samples`)."""
         u = self.util()
+        auto = {"prof_samples": self._raw("count_over_time", UTIL_PROF, self.grain)} if self.utilization == "auto" else {}
         return {
+            **auto,
             "samples": self._raw_util("count_over_time", scale=False),
             "slots": f"count_over_time({self._sub(u)})",
             # counted through a filter, not summed as `> bool` (see grain_queries); an interval

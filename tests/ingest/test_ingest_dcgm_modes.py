@@ -76,6 +76,7 @@ def _openmetrics(data_start: dt.datetime) -> str:
                          "DCGM_FI_DEV_POWER_USAGE": 100.0}.get(name, 1e9 + 3_000_000 * k)
                 lines.append(f"{name}{{{labels}}} {value:.17g} {at(k)}")
     lines += _virtual_gpu(gpu("UUID", "GPU-vvv", 0, "hostname", "vgpu"), old_at)
+    lines += _profiling_paused(gpu("UUID", "GPU-ppp", 0, "hostname", "prof"), old_at)
     lines += _slurm(gpu("UUID", "GPU-sss", 0, "hostname", "slurm"), gpu("UUID", "GPU-mmm", 1, "hostname", "slurm"),
                     old_at)
     for job, uuid, cluster in (("j9", "GPU-eee", "new"), ("j7", "GPU-ddd", "old")):
@@ -122,6 +123,22 @@ def _slurm(shared: str, mig: str, at) -> list[str]:
         lines += [f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{instance}}} 0.75 {t}", f"DCGM_FI_DEV_FB_USED{{{instance}}} 500 {t}",
                   f"DCGM_FI_DEV_POWER_USAGE{{{instance}}} 120 {t}",
                   f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{instance}}} {2e9 + 3_600_000 * k:.17g} {t}"]
+    return lines
+
+
+def _profiling_paused(labels: str, at) -> list[str]:
+    """DCGM_FI_PROF_GR_ENGINE_ACTIVE (0.9) for the first 65 samples only (profiling paused
+    after, e.g. for a profiler: part of the 7th interval has it), DCGM_FI_DEV_GPU_UTIL (40)
+    all hour; pod ml/prof holds the GPU."""
+    labels += ',namespace="ml",pod="prof",container="train"'
+    lines = []
+    for k in range(SAMPLES):
+        t = at(k)
+        lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 40 {t}", f"DCGM_FI_DEV_FB_USED{{{labels}}} 1000 {t}",
+                  f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 100 {t}",
+                  f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {1e9 + 3_000_000 * k:.17g} {t}"]
+        if k < 65:
+            lines.append(f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}}} 0.9 {t}")
     return lines
 
 
@@ -175,11 +192,14 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
     h.assert_ok(allowed)
     assert "warning: --allow-uncounted: 12 samples (360 GPU-seconds)" in allowed.stderr
     assert _seconds(h, db) == [("GPU-eee", "j9", Decimal(3240)), ("GPU-fff", "ml/late", Decimal(3600))]
-    notes = h.query(db, "SELECT kind, hostname, gpu_uuid, samples, seconds FROM ingest_notes")
-    assert notes == [("uncounted", "n-new", "GPU-eee", 12, Decimal(360))]
+    # one note per 300 s interval: the late sample k = 5, 15, ... falls mid-interval, one each
+    notes = h.query(db, "SELECT kind, hostname, gpu_uuid, count(*), sum(samples), sum(seconds), "
+                        "count(DISTINCT window_start), max(epoch(window_end) - epoch(window_start)) "
+                        "FROM ingest_notes GROUP BY ALL")
+    assert notes == [("uncounted", "n-new", "GPU-eee", 12, 12, Decimal(360), 12, 300)]
     again = yc.ingest(config, db, extra=("--allow-uncounted",))  # a rerun replaces the window's notes
     h.assert_ok(again)
-    assert h.query(db, "SELECT count(*) FROM ingest_notes") == [(1,)]
+    assert h.query(db, "SELECT count(*) FROM ingest_notes") == [(12,)]
 
     # the reports say what the month was billed without: the admin report names the GPU
     month = h.DATA_START.strftime("%Y-%m")
@@ -237,6 +257,20 @@ def test_slurm_jobs_share_a_gpu_and_a_mig_instance_is_its_own(h, modes_prom, tmp
         ("GPU-mmm/1", "1003", "3g.40gb", 3600.0, 3600.0, 119 * 3_600_000),
         ("GPU-sss", "1001", None, 1800.0, 0.0, 119 * 2_000_000),
         ("GPU-sss", "1002", None, 1800.0, 0.0, 119 * 2_000_000)]
+
+
+def test_a_profiling_metric_paused_part_of_an_interval_keeps_every_sample(h, modes_prom, tmp_path):
+    """`utilization = "auto"` takes the profiling metric where it is there, sample by sample:
+    the GPU is present all hour (120 samples), busy for the 65 samples at 90 % (1,950 s), its
+    mean utilization (65 x 90 + 55 x 40) / 120, mean power 100 W."""
+    yc = h.Yolocost(tmp_path)
+    db = tmp_path / "yc.duckdb"
+    h.assert_ok(yc.ingest(yc.config(modes_prom.url, prometheus='selector = \'cluster="prof"\''), db))
+    rows = h.query(db, "SELECT sum(seconds_present), sum(seconds_busy), sum(seconds_idle), "
+                       "sum(util_mean * seconds_present) / sum(seconds_present), "
+                       "sum(power_mean_w * seconds_present) / sum(seconds_present) FROM gpu_usage")
+    assert [(float(s), float(b), float(i), round(u, 6), round(p, 6)) for s, b, i, u, p in rows] == [
+        (3600.0, 1950.0, 0.0, round((65 * 90 + 55 * 40) / 120, 6), 100.0)]
 
 
 def test_both_uuid_spellings_in_one_window_are_refused(h, modes_prom, tmp_path):
