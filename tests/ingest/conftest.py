@@ -311,6 +311,18 @@ def _serve(blocks: Path, flags: tuple[str, ...] = (), auth: bool = False) -> pro
                                        basic_auth={AUTH_USER: AUTH_PASSWORD} if auth else None)
 
 
+@contextlib.contextmanager
+def serve_openmetrics(folder: Path, text: str) -> Iterator[promserver.PrometheusServer]:
+    """A Prometheus of its own serving `text` (OpenMetrics ending in `# EOF`), backfilled into
+    `folder` with promtool."""
+    promserver.skip_or_fail_without_prometheus()
+    om = folder / "data.om"
+    om.write_text(text, encoding="utf-8")
+    promserver.backfill(om, folder / "tsdb")
+    with _serve(folder / "tsdb") as server:
+        yield server
+
+
 @pytest.fixture(scope="session")
 def prom(backfilled):
     """The shared server on the full fixture, without special flags."""
@@ -393,6 +405,7 @@ class Harness:
     wait_for = staticmethod(wait_for)
     iso = staticmethod(iso)
     serve = staticmethod(_serve)
+    serve_openmetrics = staticmethod(serve_openmetrics)
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,6 @@ from decimal import Decimal
 
 import pytest
 
-import promserver
 
 SCRAPE, SAMPLES = 30, 120
 MODEL = "NVIDIA A100-SXM4-80GB"
@@ -153,12 +152,7 @@ def _by_series(lines: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def modes_prom(h, tmp_path_factory):
-    promserver.skip_or_fail_without_prometheus()
-    root = tmp_path_factory.mktemp("modes")
-    om = root / "modes.om"
-    om.write_text(_openmetrics(h.DATA_START), encoding="utf-8")
-    promserver.backfill(om, root / "tsdb")
-    with h.serve(root / "tsdb") as server:
+    with h.serve_openmetrics(tmp_path_factory.mktemp("modes"), _openmetrics(h.DATA_START)) as server:
         yield server
 
 

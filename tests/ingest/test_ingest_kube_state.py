@@ -24,7 +24,6 @@ from decimal import Decimal
 
 import pytest
 
-import promserver
 
 SCRAPE, SAMPLES, HALF = 30, 120, 60
 DIGEST_A, DIGEST_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -70,12 +69,7 @@ def _openmetrics(data_start: dt.datetime) -> str:
 
 @pytest.fixture(scope="module")
 def kube_prom(h, tmp_path_factory):
-    promserver.skip_or_fail_without_prometheus()
-    root = tmp_path_factory.mktemp("kube")
-    om = root / "kube.om"
-    om.write_text(_openmetrics(h.DATA_START), encoding="utf-8")
-    promserver.backfill(om, root / "tsdb")
-    with h.serve(root / "tsdb") as server:
+    with h.serve_openmetrics(tmp_path_factory.mktemp("kube"), _openmetrics(h.DATA_START)) as server:
         yield server
 
 
