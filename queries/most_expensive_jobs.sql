@@ -17,7 +17,7 @@ SELECT
     round(j.cost_per_map50_point, 4) AS cost_per_map50_point
 FROM mart_job_month AS m
 JOIN ledger_job_month AS l USING (month, job_id)
-JOIN mart_job AS j USING (job_id)
+JOIN mart_job_by_month AS j USING (month, job_id)
 WHERE m.month = $month
 ORDER BY l.cost DESC, m.job_id
 LIMIT $limit

@@ -490,12 +490,14 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) ->
 
 
 # the start of a `python -c` script that runs the real CLI where importing the bench extra
-# (torch, torchvision, ultralytics, pynvml) fails, as on a core install; `main()` follows
+# (torch, torchvision, ultralytics, matplotlib, which ultralytics brings, pynvml,
+# prometheus_client) fails, as on a core install; `main()` follows
 CLI_WITHOUT_BENCH = textwrap.dedent("""
     import sys
     class NoBench:
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("torch", "torchvision", "ultralytics", "pynvml"):
+            if name.split(".")[0] in ("torch", "torchvision", "ultralytics", "matplotlib", "pynvml",
+                                      "prometheus_client"):
                 raise ImportError(f"No module named {name!r}")
     sys.meta_path.insert(0, NoBench())
     from yolocost.cli import main

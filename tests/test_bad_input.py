@@ -81,6 +81,31 @@ def with_currency_zzz(folder: Path) -> None:
     (folder / "yolocost.toml").write_text(CONFIG.replace('timezone = "UTC"', 'timezone = "UTC"\ncurrency = "ZZZ"'))
 
 
+def with_config_changed(old: str, new: str) -> Callable[[Path], None]:
+    """The template database, and a config changed since it was built (no `build` run since)."""
+    def setup(folder: Path) -> None:
+        with_database(folder)
+        (folder / "yolocost.toml").write_text(CONFIG.replace(old, new))
+    return setup
+
+
+with_price_x10 = with_config_changed('price_per_gpu_hour = "2.00"', 'price_per_gpu_hour = "20.00"')
+with_timezone_tokyo = with_config_changed('timezone = "UTC"', 'timezone = "Asia/Tokyo"')
+with_busy_60 = with_config_changed("[[prices]]", "[thresholds]\nbusy_util_percent = 60\n[[prices]]")
+STALE = "2026-10 was built with {}: its stored figures are stale; run `yolocost build --month 2026-10` to rebuild it"
+
+
+def with_retention_of_a_million_days(folder: Path) -> None:
+    (folder / "yolocost.toml").write_text(CONFIG + "[ingest]\nretention_days = 1000000\n")
+
+
+def with_token_over_http(folder: Path) -> None:
+    """A bearer token file and a Prometheus URL on another host over plain http."""
+    (folder / "token").write_text("t0ken\n")
+    (folder / "yolocost.toml").write_text(
+        CONFIG + '[prometheus]\nurl = "http://prometheus.example.internal:9090"\nbearer_token_file = "token"\n')
+
+
 def with_query_files(folder: Path) -> None:
     """Query files a user may have: one that is only comments, one saved as Latin-1, and a
     folder of named queries where one file is not UTF-8."""
@@ -173,6 +198,33 @@ CASES = [
     Case("config: currency not ISO 4217", ("config", "check"),
          "cluster.currency: 'ZZZ' is not an ISO 4217 currency code", setup=with_currency_zzz,
          given='currency = "ZZZ"'),
+    Case("report: a month built with other prices", ("report", "--month", "2026-10"),
+         STALE.format("price of A100 2 (the config: 20)"), setup=with_price_x10,
+         given="built at 2.00, the config now says 20.00"),
+    Case("export finance: a month built with other prices", ("export", "finance", "--month", "2026-10"),
+         STALE.format("price of A100 2 (the config: 20)"), setup=with_price_x10,
+         given="built at 2.00, the config now says 20.00"),
+    Case("whatif: a month built in another time zone", ("whatif", "--month", "2026-10"),
+         STALE.format("cluster.timezone 'UTC' (the config: 'Asia/Tokyo')"), setup=with_timezone_tokyo,
+         given="built in UTC, the config now says Asia/Tokyo"),
+    Case("query: a month parameter naming a month built with other prices",
+         ("query", "top_idle_wasters", "--param", "month=2026-10"), STALE.format("price of A100 2 (the config: 20)"),
+         setup=with_price_x10, given="built at 2.00, the config now says 20.00"),
+    Case("estimate: a month built with other thresholds", ("estimate", "--model-type", "yolov8m"),
+         "yolocost estimate: 2026-10 was built with thresholds.busy_util_percent 70 (the config: 60): its stored "
+         "figures are stale; run `yolocost build`", setup=with_busy_60,
+         given="built at busy 70 %, the config now says 60 %"),
+    Case("config: a number outside its range", ("prune", "--dry-run"),
+         "ingest.retention_days: must be a whole number from 1 to 36500, got 1000000",
+         setup=with_retention_of_a_million_days, given="retention_days = 1000000"),
+    Case("config: a credential over plain http to another host", ("ingest", "--month", "2026-10"),
+         "prometheus.bearer_token_file: the credential would be sent in clear text to "
+         "http://prometheus.example.internal:9090 (plain http:// to another host); use an https:// url, or set "
+         "[prometheus] allow_insecure_http = true", setup=with_token_over_http,
+         given="bearer_token_file with an http:// url"),
+    Case("query: a setting changed by a read-only query", ("query", 'SET memory_limit = "100GB"'),
+         'Cannot change configuration option "memory_limit" - the configuration has been locked (a read-only query '
+         "runs under the configured settings, [database] memory_limit among them)", setup=with_database),
     Case("sample generate: --month 2026-13", ("sample", "generate", "--out", "gen", "--month", "2026-13"),
          "--month must be a month YYYY-MM from 1971-01 to 9998-12, got '2026-13'"),
     Case("sample generate: unknown --timezone", ("sample", "generate", "--out", "gen", "--timezone", "Mars/X"),
@@ -482,6 +534,13 @@ ELSEWHERE = [
     Covered("stdout closed early (`| head -1`)", "yolocost query ... | head -1",
             "standard output was closed before all of the output was written", 2,
             f"{HERE}::test_a_reader_that_leaves_early_is_one_line_and_status_2"),
+    # tests/test_stderr.py
+    Covered("stderr cannot be written (a full log disk, a reader gone, `2>&-`)", "yolocost report ... 2>/dev/full",
+            "(progress and warnings are lost; the files are written)", 0,
+            "tests/test_stderr.py::test_report_writes_its_files_whatever_stderr_does"),
+    Covered("stderr and stdout closed early under a file-writing command", "yolocost demo 2>&1 | head -1",
+            "(the closing lines are lost; the files are written)", 0,
+            "tests/test_stderr.py::test_demo_builds_everything_whatever_stderr_does"),
     Covered("Ctrl-C during a long query", "yolocost query 'SELECT ... CROSS JOIN ...'", "error: interrupted", 130,
             f"{HERE}::test_ctrl_c_stops_a_long_query_with_130"),
     Covered("Ctrl-C during a load", "yolocost load sample_data/", "error: interrupted", 130,
@@ -559,6 +618,7 @@ ELSEWHERE = [
           ("selector not label matchers", 'selector = "cluster=prod"', "prometheus.selector: must be label matchers"),
           ("unknown utilization source", 'utilization = "gpu"', "ingest.utilization: must be auto, dev or prof"),
           ("memory limit not an amount", 'memory_limit = "lots"', "database.memory_limit: must be an amount such as 3GB"),
+          ("[reports] private not true or false", 'private = "yes"', "reports.private: must be true or false"),
           ("memory limit too small", 'memory_limit = "1KB"', "database.memory_limit: must be at least 128MB"),
           ("retries not whole", "retries = 2.5", "prometheus.retries: must be a whole number from 0 to 20, got 2.5"),
           ("concurrency not whole", "concurrency = 1.9", "prometheus.concurrency: must be a whole number from 1 to 32"),
@@ -566,6 +626,19 @@ ELSEWHERE = [
           ("user name without password", 'username = "ops"', "basic auth needs both"),
           ("two prices from one date", "two [[prices]] for A from 1970-01-01", "second price for 'A'"),
       ]],
+    *[Covered(f"config: {name} outside its range", example, message, 2,
+              "tests/test_config.py::test_a_number_outside_its_range_names_the_key_and_the_range")
+      for name, example, message in [
+          ("memory limit", 'memory_limit = "1001TB"', "database.memory_limit: must be at most 1000TB"),
+          ("chunk hours", "chunk_hours = 0", "prometheus.chunk_hours: must be a whole number from 1 to 744"),
+          ("scrape interval", "scrape_interval_seconds = 7200",
+           "prometheus.scrape_interval_seconds: must be a whole number from 1 to 3600"),
+          ("timeout", "timeout_seconds = 0.5", "prometheus.timeout_seconds: must be between 1 and 3600"),
+          ("breaker loss delta", "breaker_loss_delta = 1e308", "thresholds.breaker_loss_delta: must be between 0 and 1000"),
+      ]],
+    Covered("config: a credential over plain http to this machine", 'url = "http://127.0.0.1:9090" with a token',
+            "(accepted: loopback traffic never leaves the host)", 0,
+            "tests/test_config.py::test_a_credential_over_tls_or_to_this_machine_is_accepted"),
     Covered("config: file not found", "--config nope.toml", "config file not found", 2,
             "tests/test_config.py::test_missing_config_file"),
     Covered("config: credential of several lines or words", "a token file of two lines", "holds more than one word or line",
@@ -684,9 +757,12 @@ ELSEWHERE = [
             "tests/bench/test_runner_recovery.py::test_a_second_process_on_the_same_job_is_refused"),
     Covered("bench run: metrics port in use", "--metrics-port of a bound port", "cannot serve metrics on", 2,
             "tests/bench/test_runner_recovery.py::test_a_port_in_use_is_one_line_and_counts_no_attempt"),
-    Covered("bench run: torch not installed", "pip install yolocost without [bench]",
+    Covered("bench run: the bench extra not installed (torch, ultralytics, matplotlib, ...)",
+            "pip install yolocost without [bench]", "error: the benchmark runner needs the bench extra", 2,
+            "tests/bench/test_without_torch.py::test_bench_run_without_the_extra_says_what_to_install_and_writes_nothing"),
+    Covered("bench matrix: the bench extra not installed", "pip install yolocost without [bench]",
             "error: the benchmark runner needs the bench extra", 2,
-            "tests/bench/test_without_torch.py::test_bench_run_without_torch_says_what_to_install"),
+            "tests/bench/test_without_torch.py::test_bench_matrix_without_the_extra_writes_nothing"),
     *[Covered(f"bench run: job label {name}", example, message, 2,
               "tests/bench/test_job_metrics.py::test_label_names_that_collide_are_one_clean_error")
       for name, example, message in [
@@ -748,7 +824,15 @@ ELSEWHERE = [
           ("bad point in training progress", 'yolocost_epoch_end_time_seconds answer [[1, "x"]]',
            'a point is not a [time, "value"] pair'),
       ]],
+    Covered("load: a text column of another type", "jobs.parquet with a BLOB, DOUBLE, list or BOOLEAN project",
+            "column; it must hold text", 2, "tests/test_cli.py::test_a_text_column_of_another_type_is_refused_naming_it"),
+    Covered("query: RESET or PRAGMA of a setting in a read-only query", "-- x\\nRESET memory_limit",
+            "the configuration has been locked", 2,
+            "tests/test_cli.py::test_a_read_only_query_cannot_lift_its_memory_limit"),
     # tests/test_db_storage.py
+    Covered("database: out of memory while committing", "Failed to commit: Failed to allocate ...",
+            "DuckDB ran out of memory (", 2,
+            "tests/test_db_storage.py::test_out_of_memory_while_committing_is_the_out_of_memory_line"),
     Covered("database: a SQLite file", "--db costs.db (SQLite) with build / load / query", "it is a SQLite database", 2,
             "tests/test_db_storage.py::test_a_file_that_is_no_duckdb_database"),
     Covered("database: a text file", "--db costs.db (CSV text)", "not a DuckDB database", 2,
@@ -823,6 +907,12 @@ ELSEWHERE = [
     Covered("report: month folder is a file", "reports/2026-10 a plain file",
             "cannot create the month's reports folder: File exists", 2,
             "tests/report/test_report_outputs.py::test_a_month_folder_that_is_a_file_is_one_line"),
+    Covered("report: a folder where a file of the month folder goes", "reports/2026-10/summary.html a folder",
+            "is a folder, not a file; move it away to write this report", 2,
+            "tests/report/test_report_outputs.py::test_a_folder_where_a_file_of_the_set_goes_is_one_line_and_moves_nothing"),
+    Covered("report: a symlink or FIFO planted in the month folder", "reports/2026-10/summary.html -> /elsewhere/file",
+            "(replaced by the report; the file it points at is not touched)", 0,
+            "tests/report/test_report_outputs.py::test_links_and_fifos_in_the_month_folder_are_replaced_never_written_through"),
     # load coverage: tests/test_load_coverage.py
     Covered("load: a span with holes where the database holds rows", "a folder of Oct 2 and Oct 29 only",
             "--window START END", 2, "tests/test_load_coverage.py::test_two_days_of_a_month_do_not_replace_the_days_between"),
@@ -895,6 +985,13 @@ ELSEWHERE = [
            "(retried after the pause Retry-After asks for: the same rows)", 0,
            "test_an_ingest_behind_a_rate_limiter_gets_every_row"),
       ]],
+    # a month built with another config, and archived months (tests/test_stale_months.py)
+    Covered("report, export, whatif, query: a month built in another currency", 'currency = "EUR" after a USD build',
+            "was built with {changed}: its stored figures", 2,
+            "tests/test_stale_months.py::test_a_month_built_with_another_config_is_refused_and_nothing_is_written"),
+    Covered("report, whatif, export: an archived month after a currency change", 'October archived in USD, now "EUR"',
+            "(shown as built, labelled USD, with a note saying so)", 0,
+            "tests/test_stale_months.py::test_an_archived_month_is_shown_as_built_in_its_own_currency"),
     # yolocost estimate and bench run --max-cost
     Covered("estimate: unknown option", "yolocost estimate --model-type yolov8m --bogus 1",
             "No such option '--bogus'", 2, "tests/test_estimate.py::test_bad_options_are_one_line"),

@@ -171,6 +171,31 @@ def test_values_that_would_silently_vanish_are_refused(workdir, column, value, m
     assert_one_line_error(yolocost("load", "raw", cwd=workdir), message)
 
 
+@pytest.mark.parametrize("values, kind", [
+    ([b"\xff\xfebad"], "BLOB"), ([1.5], "DOUBLE"), ([["p", "q"]], "VARCHAR[]"), ([True], "BOOLEAN"),
+])
+def test_a_text_column_of_another_type_is_refused_naming_it(workdir, values, kind):
+    """A BLOB project loaded as the text `\\xFF\\xFEbad`; a float or a list would load as its
+    printed form. Whole numbers (ids) and an all-null column still load."""
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame({"job_id": ["job-1"], "project": values}).to_parquet(workdir / "raw" / "jobs.parquet", index=False)
+    assert_one_line_error(yolocost("load", "raw", cwd=workdir), "jobs.parquet: project is a",
+                          f"project is a {kind} column; it must hold text")
+    assert not (workdir / "yc.duckdb").exists() or duckdb.connect(str(workdir / "yc.duckdb")).execute(
+        "SELECT count(*) FROM jobs").fetchone() == (0,)
+
+
+def test_whole_numbers_and_nulls_in_text_columns_still_load(workdir):
+    write_raw(workdir / "raw", usage_frame())
+    pd.DataFrame({"job_id": ["job-1"], "project": [7], "user_name": [None]}).to_parquet(
+        workdir / "raw" / "jobs.parquet", index=False)
+    loaded = yolocost("load", "raw", cwd=workdir)
+    assert loaded.returncode == 0, loaded.stderr
+    con = duckdb.connect(str(workdir / "yc.duckdb"), read_only=True)
+    assert con.execute("SELECT project, user_name FROM jobs").fetchall() == [("7", None)]
+    con.close()
+
+
 def test_job_results_must_be_fractions(workdir):
     write_raw(workdir / "raw", usage_frame())
     pd.DataFrame([{"job_id": "job-1", "map50": 62.17, "map50_95": 0.4, "best_epoch": 3}]).to_parquet(
@@ -203,6 +228,22 @@ def test_read_only_query_cannot_touch_other_files(workdir):
     assert result.returncode == 2 and not (workdir / "leak.csv").exists()
     result = yolocost("query", "SELECT * FROM read_csv('yolocost.toml')", cwd=workdir)
     assert result.returncode == 2
+
+
+@pytest.mark.parametrize("sql", ["SET memory_limit = '100GB'", "-- lift it\nRESET memory_limit",
+                                 "-- lift it\nPRAGMA memory_limit = '100GB'",
+                                 "SET GLOBAL memory_limit = '100GB'", "SET lock_configuration = false",
+                                 "SET threads = 64", "SET memory_limit = '100GB'; SELECT 1"])
+def test_a_read_only_query_cannot_lift_its_memory_limit(workdir, sql):
+    """The configured [database] memory_limit holds for the whole query: DuckDB's settings
+    are locked once the connection is set up."""
+    write_raw(workdir / "raw", usage_frame())
+    assert yolocost("load", "raw", cwd=workdir).returncode == 0
+    assert_one_line_error(yolocost("query", sql, cwd=workdir), "the configuration has been locked",
+                          "runs under the configured settings")
+    shown = yolocost("query", "SELECT current_setting('memory_limit') AS m, current_setting('TimeZone') AS z",
+                     "-f", "csv", cwd=workdir)
+    assert shown.returncode == 0 and shown.stdout == "m,z\n2.7 GiB,UTC\n", shown.stderr  # 3GB, the default
 
 
 def test_month_parameter_is_checked_and_negative_numbers_stay_numbers_in_csv(workdir):

@@ -130,6 +130,7 @@ def test_secret_from_file_is_read_and_hidden(tmp_path):
         ('[prometheus]\nselector = "cluster=prod"\n', "prometheus.selector: must be label matchers"),
         ('[ingest]\nutilization = "gpu"\n', "ingest.utilization: must be auto, dev or prof"),
         ('[database]\nmemory_limit = "lots"\n', "database.memory_limit: must be an amount such as 3GB"),
+        ('[reports]\nprivate = "yes"\n', "reports.private: must be true or false"),
         ('[database]\nmemory_limit = "1KB"\n', "database.memory_limit: must be at least 128MB"),
         ("[prometheus]\nretries = 2.5\n", "prometheus.retries: must be a whole number from 0 to 20, got 2.5"),
         ("[prometheus]\nconcurrency = 1.9\n", "prometheus.concurrency: must be a whole number from 1 to 32"),
@@ -188,3 +189,132 @@ def test_a_password_may_hold_spaces(tmp_path, monkeypatch):
     monkeypatch.setenv("YOLOCOST_TEST_PASSWORD", "correct horse battery staple")
     config = load_config(write(tmp_path, PASSWORD_ENV[0]))
     assert config.prometheus.password == "correct horse battery staple"
+
+
+# ---- every number within its range
+
+OUT_OF_RANGE = [
+    ("[ingest]\nretention_days = 1000000\n", "ingest.retention_days: must be a whole number from 1 to 36500, got 1000000"),
+    ("[ingest]\nretention_days = 0\n", "ingest.retention_days: must be a whole number from 1 to 36500, got 0"),
+    ("[ingest]\nretention_days = 30.5\n", "ingest.retention_days: must be a whole number from 1 to 36500, got 30.5"),
+    ("[ingest]\ngrain_seconds = 7200\n", "ingest.grain_seconds: must be whole minutes dividing an hour (60..3600)"),
+    ("[prometheus]\nchunk_hours = 0\n", "prometheus.chunk_hours: must be a whole number from 1 to 744, got 0"),
+    ("[prometheus]\nchunk_hours = 1000000000000\n", "prometheus.chunk_hours: must be a whole number from 1 to 744"),
+    ("[prometheus]\nscrape_interval_seconds = 0\n",
+     "prometheus.scrape_interval_seconds: must be a whole number from 1 to 3600, got 0"),
+    ("[prometheus]\nscrape_interval_seconds = 7200\n",
+     "prometheus.scrape_interval_seconds: must be a whole number from 1 to 3600, got 7200"),
+    ("[prometheus]\ntimeout_seconds = 0.5\n", "prometheus.timeout_seconds: must be between 1 and 3600, got 0.5"),
+    ("[prometheus]\ntimeout_seconds = 1e9\n", "prometheus.timeout_seconds: must be between 1 and 3600"),
+    ("[prometheus]\nretries = 21\n", "prometheus.retries: must be a whole number from 0 to 20, got 21"),
+    ("[prometheus]\nconcurrency = 0\n", "prometheus.concurrency: must be a whole number from 1 to 32, got 0"),
+    ("[prometheus]\nconcurrency = 33\n", "prometheus.concurrency: must be a whole number from 1 to 32, got 33"),
+    ('[database]\nmemory_limit = "1001TB"\n', "database.memory_limit: must be at most 1000TB, got '1001TB'"),
+    ('[database]\nmemory_limit = "99999999999999999999TB"\n', "database.memory_limit: must be at most 1000TB"),
+    ('[database]\nmemory_limit = "100MB"\n', "database.memory_limit: must be at least 128MB, got '100MB'"),
+    ("[thresholds]\nbreaker_loss_delta = 1e308\n", "thresholds.breaker_loss_delta: must be between 0 and 1000"),
+    ("[thresholds]\nbreaker_loss_delta = -0.1\n", "thresholds.breaker_loss_delta: must be between 0 and 1000"),
+    ("[thresholds]\nbreaker_min_hours = 745\n", "thresholds.breaker_min_hours: must be between 0.1 and 744"),
+    ("[thresholds]\nbreaker_util_percent = -1\n", "thresholds.breaker_util_percent: must be between 0 and 100"),
+    ("[policies]\nidle_reclaim_minutes = 0\n", "policies.idle_reclaim_minutes: must be between 1 and 44640"),
+    ("[policies]\nidle_reclaim_protect_minutes = 1441\n",
+     "policies.idle_reclaim_protect_minutes: must be between 0 and 1440"),
+    ("[policies]\nidle_reclaim_util_percent = 101\n", "policies.idle_reclaim_util_percent: must be between 0 and 100"),
+    ('[[prices]]\ngpu_model = "A"\nprice_per_gpu_hour = "0.0000001"\n', "prices[0].price_per_gpu_hour: at most 6 decimal"),
+    ('[[energy_prices]]\nprice_per_kwh = "1e6"\n', "energy_prices[0].price_per_kwh: must be below 1,000,000"),
+]
+
+
+@pytest.mark.parametrize("text, message", OUT_OF_RANGE, ids=[m.split(":")[0] + "=" + t.split("= ")[-1].strip()
+                                                             for t, m in OUT_OF_RANGE])
+def test_a_number_outside_its_range_names_the_key_and_the_range(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_ends_of_each_range_are_accepted(tmp_path):
+    config = load_config(write(tmp_path, (
+        '[database]\nmemory_limit = "1000TB"\n[ingest]\nretention_days = 36500\n'
+        "[prometheus]\nchunk_hours = 744\nscrape_interval_seconds = 300\ntimeout_seconds = 3600\n"
+        "[thresholds]\nbreaker_loss_delta = 1000\nbreaker_min_hours = 744\n")))
+    assert (config.retention_days, config.prometheus.chunk_hours, config.thresholds.breaker_loss_delta) == (36500, 744, 1000)
+    assert load_config(write(tmp_path, "[ingest]\nretention_days = 1\n[prometheus]\nchunk_hours = 1\n")).retention_days == 1
+
+
+@pytest.mark.parametrize("argv", [("config", "check"), ("prune", "--dry-run"), ("monthly", "--month", "2026-10"),
+                                  ("report", "--month", "2026-10"), ("query", "SELECT 1")])
+def test_a_retention_of_a_million_days_stops_every_command_in_one_line(tmp_path, argv):
+    """It passed `config check`, and `prune --dry-run` and the end of `monthly` failed on an
+    OverflowError in date arithmetic."""
+    from builders import assert_one_line_error, yolocost
+
+    (tmp_path / "yolocost.toml").write_text("[ingest]\nretention_days = 1000000\n")
+    assert_one_line_error(yolocost(*argv, cwd=tmp_path),
+                          "ingest.retention_days: must be a whole number from 1 to 36500, got 1000000")
+
+
+# ---- credentials only over TLS
+
+TOKEN = '[prometheus]\nurl = "{url}"\nbearer_token_file = "token"\n'
+PASSWORD = '[prometheus]\nurl = "{url}"\nusername = "ops"\npassword_file = "token"\n'
+
+
+@pytest.mark.parametrize("text, key", [(TOKEN, "prometheus.bearer_token_file"), (PASSWORD, "prometheus.password_file")])
+@pytest.mark.parametrize("url", ["http://prometheus.example.internal:9090", "http://10.0.0.7:9090", "http://[2001:db8::1]",
+                                 "http://localhost.example.com", "http://128.0.0.1"])
+def test_a_credential_over_plain_http_to_another_host_is_refused(tmp_path, text, key, url):
+    (tmp_path / "token").write_text("s3cret-token\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text.format(url=url)))
+    message = str(info.value)
+    assert f"{key}: the credential would be sent in clear text" in message
+    assert "allow_insecure_http = true" in message and "s3cret" not in message and "\n" not in message
+    allowed = load_config(write(tmp_path, text.format(url=url) + "allow_insecure_http = true\n"))
+    assert allowed.prometheus.allow_insecure_http and allowed.prometheus.url == url.rstrip("/")
+
+
+@pytest.mark.parametrize("url", ["https://prometheus.example.internal:9090", "http://127.0.0.1:9090",
+                                 "http://127.8.9.10", "http://[::1]:9090", "http://localhost:9090",
+                                 "http://LOCALHOST."])
+def test_a_credential_over_tls_or_to_this_machine_is_accepted(tmp_path, url):
+    """Loopback traffic never leaves the host (a port-forward, a local proxy, the test servers)."""
+    (tmp_path / "token").write_text("s3cret-token\n")
+    for text in (TOKEN, PASSWORD):
+        config = load_config(write(tmp_path, text.format(url=url)))
+        assert config.prometheus.bearer_token == "s3cret-token" or config.prometheus.password == "s3cret-token"
+
+
+def test_plain_http_without_credentials_needs_no_permission(tmp_path):
+    config = load_config(write(tmp_path, '[prometheus]\nurl = "http://prometheus.example.internal:9090"\n'))
+    assert not config.prometheus.allow_insecure_http
+
+
+def test_allow_insecure_http_must_be_true_or_false(tmp_path):
+    with pytest.raises(ConfigError, match="prometheus.allow_insecure_http: must be true or false"):
+        load_config(write(tmp_path, '[prometheus]\nallow_insecure_http = "yes"\n'))
+
+
+def test_the_client_refuses_a_credential_over_plain_http_too():
+    """A PrometheusConfig made in code, not parsed from a file, meets the same rule."""
+    from yolocost.config import PrometheusConfig, Secret
+    from yolocost.promclient import PrometheusClient
+
+    with pytest.raises(ConfigError, match="allow_insecure_http = true"):
+        PrometheusClient(PrometheusConfig(url="http://prom.example:9090", bearer_token=Secret("t")))
+    PrometheusClient(PrometheusConfig(url="http://prom.example:9090", bearer_token=Secret("t"),
+                                      allow_insecure_http=True)).close()
+    PrometheusClient(PrometheusConfig(url="http://127.0.0.1:9090", username="u", password=Secret("p"))).close()
+
+
+@pytest.mark.parametrize("argv", [("config", "check"), ("ingest", "--month", "2026-10")])
+def test_config_check_and_ingest_refuse_a_token_over_plain_http(tmp_path, argv):
+    from builders import assert_one_line_error, yolocost
+
+    (tmp_path / "token").write_text("s3cret-token\n")
+    (tmp_path / "yolocost.toml").write_text(TOKEN.format(url="http://prometheus.example.internal:9090"))
+    result = yolocost(*argv, cwd=tmp_path)
+    assert_one_line_error(result, "prometheus.bearer_token_file: the credential would be sent in clear text",
+                          "allow_insecure_http = true")
+    assert "s3cret" not in result.stderr

@@ -140,6 +140,37 @@ def test_a_damaged_header_when_the_database_is_opened(sample_copy, tmp_path, com
     assert sha(sample_copy) == before
 
 
+# ---- out of memory while committing
+
+
+COMMIT_OOM = "TransactionContext Error: Failed to commit: Failed to allocate block of 262144 bytes (bad allocation)"
+
+
+def test_out_of_memory_while_committing_is_the_out_of_memory_line(sample_copy, monkeypatch):
+    """DuckDB's commit that cannot allocate says "Failed to commit", which read as a problem of
+    the file ("cannot read or write the database"). Provoking it on purpose is not reliable
+    (DuckDB spills to disk first), so the commit of a real build fails here as it did."""
+    from click.testing import CliRunner
+
+    from yolocost import cli
+
+    @contextlib.contextmanager
+    def commit_out_of_memory(con):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        finally:
+            con.execute("ROLLBACK")
+        raise duckdb.TransactionException(COMMIT_OOM)
+
+    monkeypatch.setattr(ydb, "transaction", commit_out_of_memory)
+    result = CliRunner().invoke(cli.main, ["--config", str(CONFIG), "--db", str(sample_copy), "build"])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error")]
+    assert errors == [f"error: DuckDB ran out of memory ({COMMIT_OOM}); raise [database] memory_limit; "
+                      "nothing was changed"], result.output
+
+
 # ---- mounts: a full disk, a read-only folder
 
 
@@ -285,6 +316,14 @@ def test_storage_errors_name_the_file_and_let_other_errors_through(tmp_path):
             with ydb.storage_errors(path, "; nothing was changed"):
                 raise exc
         assert str(info.value).startswith(f"{path}: {needle}") and str(info.value).endswith("; nothing was changed")
+    for exc in (duckdb.TransactionException("TransactionContext Error: Failed to commit: Failed to allocate block of "
+                                            "262144 bytes (bad allocation)"),
+                duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")):
+        with pytest.raises(YolocostError) as info:  # the file is fine: the same line as any out-of-memory
+            with ydb.storage_errors(path, "; nothing was changed"):
+                raise exc
+        first = str(exc).splitlines()[0]
+        assert str(info.value) == f"DuckDB ran out of memory ({first}); raise [database] memory_limit; nothing was changed"
     for other in (duckdb.InvalidInputException("Invalid Input Error: Required argument missing"),
                   duckdb.IOException('IO Error: No files found that match the pattern "raw/x.parquet"')):
         with pytest.raises(type(other)):  # not about the database file: passed on unchanged

@@ -94,8 +94,8 @@ def pdf_text(path: Path) -> bytes:
 def named_queries(cfg, month: str) -> dict[str, list]:
     out = {}
     for q in queries.available():
-        if "month" in q.params:
-            out[q.name] = queries.run(cfg.database, q, {"month": month}).rows
+        if any(p.name == "month" for p in q.params):
+            out[q.name] = queries.run(cfg.database, q, {"month": month})[1]
     return out
 
 

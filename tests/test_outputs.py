@@ -208,6 +208,8 @@ def test_a_folder_is_refused_in_one_line(lab, tmp_path):
 
     with pytest.raises(YolocostError, match=r"is a folder, not a file; give a file path"):
         write_output(tmp_path, "x")
-    # the CLI refuses it before running anything (click's own check of -o)
-    done = _query(lab, tmp_path)
-    assert done.returncode == 2 and b"is a directory" in done.stderr
+    # the CLI refuses it before running anything, in the same one line (not click's usage text)
+    for folder in (tmp_path, "."):
+        done = _query(lab, folder)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.decode() == f"error: {folder}: is a folder, not a file; give a file path\n"

@@ -2,7 +2,9 @@
 
 Each command parses its options, calls one library function and turns a YolocostError
 into `error: <one line>` on stderr with exit status 2. Logs and progress go to stderr,
-results to files or stdout.
+results to files or stdout. Messages never decide the exit status: a stderr that cannot be
+written (a full log disk, a reader gone, a closed descriptor) loses them and the run goes
+on, as does a stdout that carries only the closing lines of a command whose work is files.
 """
 
 from __future__ import annotations
@@ -38,7 +40,66 @@ class State:
 
     def log(self, message: str) -> None:
         if not self.quiet:
-            click.echo(f"yolocost: {message}", err=True)
+            to_stderr(f"yolocost: {message}")
+
+
+def to_stderr(line: str) -> None:
+    """Write a message line to stderr. A stderr that cannot take it (a full disk, a reader
+    gone, a closed descriptor) loses the line, never the run: the exit status says whether
+    the work was done, and a message about the lost message would have nowhere to go."""
+    try:
+        click.echo(line, err=True)
+    except (OSError, ValueError):  # ValueError: a closed file object
+        _discard(sys.stderr)
+
+
+def _summary(text: str) -> None:
+    """The closing lines of a command whose work is its files (report, export finance,
+    monthly, demo): a stdout that cannot take them loses them, as stderr loses progress, and the
+    status says the files were written. A command whose result is stdout (query) ends with
+    status 2 instead (_exit_closed_pipe)."""
+    try:
+        click.echo(text)
+    except (OSError, ValueError):
+        _discard(sys.stdout)
+
+
+def _discard(stream) -> None:
+    """Point the stream's descriptor at /dev/null, so that later writes and the flush at exit
+    (which would fail again, and make Python exit 120) succeed; what it still buffers goes
+    there too. A stream without a descriptor (a test runner's) is left as it is."""
+    import os
+
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _hold_standard_descriptors() -> None:
+    """A standard descriptor closed at start (`2>&-`) gets /dev/null: otherwise the next file
+    opened (the database, a report) would take its number, and a line meant for stderr could
+    land in that file."""
+    import os
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                opened = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 class Group(click.Group):
@@ -47,6 +108,7 @@ class Group(click.Group):
     def main(self, *args, **kwargs):
         """Ctrl-C anywhere, even before a command runs or after click has turned it into
         its own Abort, ends with `error: interrupted` and status 130."""
+        _hold_standard_descriptors()
         previous = interrupts.install()
         try:
             return super().main(*args, **kwargs)
@@ -66,7 +128,7 @@ class Group(click.Group):
         except YolocostError as exc:
             if interrupts.received():  # the error is the interrupt's doing (a cancelled query, ...)
                 _exit_interrupted(ctx)
-            click.echo(f"error: {exc}", err=True)
+            to_stderr(f"error: {exc}")
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -80,12 +142,22 @@ class Group(click.Group):
             state = ctx.find_object(State)
             if state is not None and state.debug:
                 raise
-            first = (str(exc).splitlines() or [""])[0]
-            if type(exc).__name__ == "OutOfMemoryException" and type(exc).__module__.lstrip("_").startswith("duckdb"):
-                click.echo(f"error: DuckDB ran out of memory ({first}); raise [database] memory_limit", err=True)
+            memory = _out_of_memory(exc)
+            if memory:
+                to_stderr(f"error: {memory}")
                 ctx.exit(2)
-            click.echo(_unexpected(exc), err=True)
+            to_stderr(_unexpected(exc))
             ctx.exit(1)
+
+
+def _out_of_memory(exc: BaseException) -> str | None:
+    """DuckDB's out-of-memory as one line (None for anything else); yolocost.db, and DuckDB
+    with it, is imported only for an error of DuckDB's own."""
+    if not type(exc).__module__.lstrip("_").startswith("duckdb"):
+        return None
+    from .db import out_of_memory
+
+    return out_of_memory(exc)
 
 
 def _unexpected(exc: BaseException) -> str:
@@ -112,8 +184,8 @@ def _exit_closed_pipe(ctx: click.Context):
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # stdout without a file descriptor (a test runner's)
         pass
-    click.echo("error: standard output was closed before all of the output was written "
-               "(its reader, such as `head`, left early)", err=True)
+    to_stderr("error: standard output was closed before all of the output was written "
+              "(its reader, such as `head`, left early)")
     ctx.exit(YolocostError.exit_code)
 
 
@@ -169,21 +241,22 @@ def demo(state: State, out_dir, force):
     started = time.monotonic()
     result = run_demo(Path(out_dir), state.log, force=force)
     state.log(f"done in {time.monotonic() - started:.1f} s")
-    click.echo(f"Demo ready in {result.folder}")
-    click.echo(f"  config:   {result.config}")
-    click.echo(f"  database: {result.database}  ({result.usage_rows:,} usage rows, {result.jobs} jobs)")
-    click.echo(f"  summary:  {result.summary}")
-    click.echo(f"  index:    {result.index}")
     kinds = " and ".join(k for k in ("HTML", "PDF") if any(p.suffix == f".{k.lower()}" for p in result.reports))
     projects = len({p.stem for p in result.reports if p.stem.startswith("project-") and p.suffix != ".csv"})
-    click.echo(f"  reports:  {result.report_folder}/  (admin and {projects} project reports as {kinds})")
-    if result.pdf_skipped:
-        click.echo(f"  no PDF:   {result.pdf_skipped}")
-    click.echo("Try:")
-    click.echo(f"  cd {result.folder}")
-    click.echo("  yolocost queries")
-    click.echo("  yolocost query most_expensive_jobs --param month=2026-10")
-    click.echo("  duckdb -readonly yolocost.duckdb 'FROM mart_project_month'")
+    _summary("\n".join([
+        f"Demo ready in {result.folder}",
+        f"  config:   {result.config}",
+        f"  database: {result.database}  ({result.usage_rows:,} usage rows, {result.jobs} jobs)",
+        f"  summary:  {result.summary}",
+        f"  index:    {result.index}",
+        f"  reports:  {result.report_folder}/  (admin and {projects} project reports as {kinds})",
+        *([f"  no PDF:   {result.pdf_skipped}"] if result.pdf_skipped else []),
+        "Try:",
+        f"  cd {result.folder}",
+        "  yolocost queries",
+        "  yolocost query most_expensive_jobs --param month=2026-10",
+        "  duckdb -readonly yolocost.duckdb 'FROM mart_project_month'",
+    ]))
 
 
 @main.command()
@@ -312,8 +385,10 @@ def build(state: State, month):
 @click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
 @click.option("--as-of", "as_of", metavar="DATE", help="Count the retention back from this date or time instead "
               "of now (configured time zone unless it has an offset); it may not be in the future.")
+@click.option("--include-partial", is_flag=True, help="Archive a month the database holds only in part too "
+              "(mart_month_coverage.partial); the rest of it can then never be loaded.")
 @pass_state
-def prune(state: State, dry_run, as_of):
+def prune(state: State, dry_run, as_of, include_partial):
     """Remove usage rows older than [ingest] retention_days, keeping every figure.
 
     A month's usage rows (and the intermediate tables of their size) go together, once
@@ -323,10 +398,15 @@ def prune(state: State, dry_run, as_of):
     named queries give the same bytes as before. `yolocost monthly` prunes after it has
     written its month.
 
+    A month the database holds only in part (some of its days were never ingested) is
+    kept, and named with how much of it is there: once archived, its missing days could
+    never be loaded. Load them first, or archive it as it is with --include-partial.
+
     \b
     Example:
       yolocost --config yolocost.toml prune --dry-run
       yolocost prune --as-of 2026-11-01
+      yolocost prune --include-partial
     """
     from .ingest import parse_instant
     from .months import prune_database
@@ -336,14 +416,17 @@ def prune(state: State, dry_run, as_of):
     when = now if as_of is None else parse_instant(as_of, state.config, "--as-of")
     if when > now:
         raise YolocostError(f"--as-of {as_of} is in the future: retention counts back from a time that has come")
-    result = prune_database(state.config, dry_run=dry_run, now=when, progress=state.log)
+    result = prune_database(state.config, dry_run=dry_run, now=when, include_partial=include_partial,
+                            progress=state.log)
     verb = "would remove" if dry_run else "removed"
-    if not result.months:
+    if not result.months and not result.partial:
         click.echo(f"nothing to prune: no month with usage rows ended before {result.cutoff:%Y-%m-%d %H:%M} UTC "
                    f"(retention {state.config.retention_days} days)")
     for m in result.months:
         click.echo(f"{m.month}: {verb} {m.rows['gpu_usage']:,} usage rows ("
                    + ", ".join(f"{t} {n:,}" for t, n in m.rows.items() if t != "gpu_usage") + ")")
+    for why in result.partial:
+        click.echo(f"kept {why}")
 
 
 # --------------------------------------------------------------------------- estimate
@@ -445,7 +528,9 @@ def report(state: State, month, audiences, formats, templates_dir):
     report under its name) with the month's data coverage and total cost. --format picks
     which of them to write (default all). The set is rendered whole before any file is
     replaced (a failure while rendering leaves the earlier files), and the reports of
-    projects that held no GPU in the month are removed; other files stay.
+    projects that held no GPU in the month are removed; other files stay. The month folder
+    is yolocost's own: a symlink or other file under the name of one of its files is
+    replaced, never written through; [reports] private = true makes it 0700, its files 0600.
 
     \b
     Examples:
@@ -463,10 +548,9 @@ def report(state: State, month, audiences, formats, templates_dir):
              if kind.lower() in result.formats]
     state.log(f"{result.charts} charts; " + ", ".join(times))
     if result.finance is not None and result.finance.warning:
-        click.echo(f"warning: {result.finance.warning}", err=True)
-    click.echo(f"wrote {len(result.files)} file(s) for {result.month} into {result.folder}")
-    for path in result.files:
-        click.echo(f"  {path}")
+        to_stderr(f"warning: {result.finance.warning}")
+    _summary("\n".join([f"wrote {len(result.files)} file(s) for {result.month} into {result.folder}",
+                        *(f"  {path}" for path in result.files)]))
 
 
 def _require_database(config) -> None:
@@ -506,7 +590,7 @@ def _starts_with_comment(arg: str) -> bool:
 @click.argument("target")
 @click.option("-p", "--param", "params", multiple=True, metavar="NAME=VALUE", help="A query parameter (repeatable).")
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=click.Path(),
               help="Write the result to this file instead of stdout (replaced atomically; a symlink is written "
                    "through, a device such as /dev/stdout written in place).")
 @click.option("--write", is_flag=True, help="Open the database read-write (default: read-only).")
@@ -516,7 +600,7 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     """Run a named query from queries/, a .sql file, or a SQL string.
 
     The database is opened read-only unless --write is given, and the query runs under the
-    configured [database] memory_limit. Parameters declared in a query's header
+    configured [database] memory_limit (a read-only query cannot SET another). Parameters declared in a query's header
     (`-- param: month VARCHAR: ...`) are bound with --param NAME=VALUE. Timestamps are shown
     in the configured time zone, where the marts cut months and days. A reader that leaves
     early (`| head`) ends the command with one line and status 2: the output is not complete.
@@ -529,10 +613,13 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     """
     from . import queries
 
+    if output:
+        _refuse_folder(output)
     q = queries.resolve(target, Path(queries_dir) if queries_dir else None)
     _require_database(state.config)
     columns, rows = queries.run(state.config.database, q, _parse_params(params), write=write,
-                                timezone=state.config.timezone, memory_limit=state.config.memory_limit)
+                                timezone=state.config.timezone, memory_limit=state.config.memory_limit,
+                                config=state.config)
     text = queries.FORMATTERS[fmt](columns, rows)
     if output:
         from .outputs import write_output
@@ -541,6 +628,13 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
         state.log(f"wrote {len(rows)} rows to {output}")
     else:
         _write_stdout(text if text.endswith("\n") else text + "\n")
+
+
+def _refuse_folder(path: str) -> None:
+    """`-o` naming a folder: the output writer's one line, given before the query runs (click's
+    own check of the option would print its usage text around it)."""
+    if Path(path).is_dir():
+        raise YolocostError(f"{path}: is a folder, not a file; give a file path")
 
 
 def _write_stdout(text: str, chunk: int = 1 << 16) -> None:
@@ -567,7 +661,7 @@ def list_queries(queries_dir):
 
     found, unreadable = queries.scan(Path(queries_dir) if queries_dir else None)
     for problem in unreadable.values():
-        click.echo(f"warning: {problem} (skipped)", err=True)
+        to_stderr(f"warning: {problem} (skipped)")
     for q in found:
         params = " ".join(f"{p.name}" + (f"={p.default}" if p.default is not None else "") for p in q.params)
         click.echo(f"{q.name:32} {q.title}" + (f"  [{params}]" if params else ""))
@@ -669,8 +763,9 @@ def export_group():
 @export_group.command("finance")
 @click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False),
-              help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv); replaced atomically, "
-                   "a symlink written through, a device such as /dev/stdout written in place.")
+              help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv, where whatever has the "
+                   "name is replaced); replaced atomically, a symlink written through, a device such as /dev/stdout "
+                   "written in place.")
 @pass_state
 def export_finance_command(state: State, month, out):
     """Write a month's finance CSV: FOCUS v1.2 columns, one row per day x project x GPU model.
@@ -689,10 +784,10 @@ def export_finance_command(state: State, month, out):
     _require_database(state.config)
     result = run_export(state.config, month, Path(out) if out else None)
     if result.warning:
-        click.echo(f"warning: {result.warning}", err=True)
+        to_stderr(f"warning: {result.warning}")
     # with `-o /dev/stdout` the CSV is the output: the summary line goes to stderr
-    click.echo(f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})",
-               err=out is not None and is_stdout(out))
+    line = f"wrote {result.rows} rows to {result.path} (BilledCost total {result.total} {result.currency})"
+    (to_stderr if out is not None and is_stdout(out) else _summary)(line)
 
 
 @main.command()
@@ -720,8 +815,8 @@ def monthly(state: State, month, formats, allow_uncounted):
            if result.finance is not None else "no finance CSV (--format has no csv)")
     pruned = (f"; archived {', '.join(m.month for m in result.pruned.months)} (usage rows pruned)"
               if result.pruned.months else "")
-    click.echo(f"{result.month}: {result.ingest.usage_rows:,} usage rows ingested, "
-               f"{len(result.reports.files)} file(s) in {result.reports.folder}, {csv}{pruned}")
+    _summary(f"{result.month}: {result.ingest.usage_rows:,} usage rows ingested, "
+             f"{len(result.reports.files)} file(s) in {result.reports.folder}, {csv}{pruned}")
 
 
 @main.group(name="config")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from urllib.parse import urlsplit
 import datetime as dt
+import ipaddress
 import math
 import os
 import re
@@ -37,6 +38,15 @@ DEFAULT_CONFIG_NAME = "yolocost.toml"
 # a remainder below 3,600,000) stays in BIGINT below this
 MAX_PRICE = Decimal(10) ** 6
 DEFAULT_TAG_PATTERN = r"^[a-z0-9]+-yolo[a-z0-9]+-[a-z0-9]+-cu[0-9]+$"
+
+# Ranges of the numeric settings that have no narrower rule below (yolocost.example.toml
+# documents each): a value outside stops every command, `config check` included, with one line
+# naming the key and its range, instead of failing later in date arithmetic or in DuckDB.
+RETENTION_DAYS = (1, 36500)  # a century: long enough to mean "keep", short enough to stay a date
+SCRAPE_INTERVAL_SECONDS = (1, 3600)  # it must also divide the grain, which is at most an hour
+CHUNK_HOURS = (1, 744)  # 31 days per request; the ingest halves a chunk a server refuses
+BREAKER_LOSS_DELTA = (0, 1000)  # far above any YOLO loss: larger values mean nothing more
+MEMORY_LIMIT_BYTES = (128e6, 1000e12)  # 128MB: DuckDB's models need it; 1000TB: past any host
 
 
 class Secret(str):
@@ -78,6 +88,7 @@ class PrometheusConfig:
     chunk_hours: int = 24
     concurrency: int = 4
     accept_partial_responses: bool = False  # bill answers whose warnings say a part of the store was missing
+    allow_insecure_http: bool = False  # send a token or password over plain http to a host not this one
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,7 @@ class Config:
     retention_days: int = 90
     unallocated_policy: str = "none"  # [allocation] unallocated: none | proportional (yolocost.ledger)
     report_dir: Path = Path("reports")
+    reports_private: bool = False  # [reports] private: month folders 0700, their files 0600
     templates_dir: Path | None = None
     tag_pattern: str = DEFAULT_TAG_PATTERN
     default_price_per_gpu_hour: Decimal | None = None
@@ -233,6 +245,10 @@ class _Parser:
             raise self.fail(key, f"must be a whole number from {low} to {high}, got {value!r}")
         return value
 
+    def ranged(self, bounds: tuple[int, int]) -> Callable[[str, Any], int]:
+        """A `get` kind: a whole number within `bounds` (inclusive)."""
+        return lambda key, value: self.integer(key, value, *bounds)
+
     def positive_int(self, key: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.fail(key, f"must be a positive integer, got {value!r}")
@@ -336,10 +352,12 @@ class _Parser:
             raise self.fail("database.memory_limit", f"must be an amount such as 3GB, got {memory_limit!r}")
         size = float(amount[1]) * {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
                                    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}[amount[2]]
-        if size < 128e6:  # too little for DuckDB to build even a small database's models
+        if size < MEMORY_LIMIT_BYTES[0]:  # too little for DuckDB to build even a small database's models
             raise self.fail("database.memory_limit", f"must be at least 128MB, got {memory_limit!r}")
+        if size > MEMORY_LIMIT_BYTES[1]:  # DuckDB refuses its own maximum with a parser error
+            raise self.fail("database.memory_limit", f"must be at most 1000TB, got {memory_limit!r}")
         ingest = self.table(data, "ingest", {"grain_seconds", "retention_days", "utilization"})
-        reports = self.table(data, "reports", {"output_dir", "templates_dir"})
+        reports = self.table(data, "reports", {"output_dir", "templates_dir", "private"})
         policy = self.table(data, "tag_policy", {"pattern"})
         pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
         allocation = self.table(data, "allocation", {"unallocated"})
@@ -403,10 +421,11 @@ class _Parser:
             memory_limit=memory_limit,
             grain_seconds=grain,
             utilization=utilization,
-            retention_days=self.get(ingest, "ingest", "retention_days", self.positive_int, 90),
+            retention_days=self.get(ingest, "ingest", "retention_days", self.ranged(RETENTION_DAYS), 90),
             unallocated_policy=unallocated_policy,
             report_dir=self.get(reports, "reports", "output_dir", self.path, self.base / "reports"),
             templates_dir=self.get(reports, "reports", "templates_dir", self.path, None),
+            reports_private=self.get(reports, "reports", "private", self.boolean, False),
             tag_pattern=pattern,
             default_price_per_gpu_hour=default_price,
             prices=self.prices(data.get("prices", [])),
@@ -472,7 +491,7 @@ class _Parser:
             if key.endswith("_percent"):
                 values[key] = self.number(f"thresholds.{key}", value, 0, 100)
             elif key == "breaker_loss_delta":
-                values[key] = self.number(f"thresholds.{key}", value, 0, None)
+                values[key] = self.number(f"thresholds.{key}", value, *BREAKER_LOSS_DELTA)
             else:
                 values[key] = self.number(f"thresholds.{key}", value, 0.1, 24 * 31)
         result = Thresholds(**values)
@@ -499,7 +518,8 @@ class _Parser:
             prefix,
             {"url", "bearer_token_env", "bearer_token_file", "username", "password_env",
              "password_file", "ca_file", "insecure_skip_verify", "timeout_seconds", "retries",
-             "scrape_interval_seconds", "selector", "chunk_hours", "concurrency", "accept_partial_responses"},
+             "scrape_interval_seconds", "selector", "chunk_hours", "concurrency", "accept_partial_responses",
+             "allow_insecure_http"},
         )
         url = self.get(tbl, prefix, "url", self.string, PrometheusConfig.url)
         try:
@@ -516,22 +536,51 @@ class _Parser:
         password = self.secret(tbl, prefix, "password")
         if (username is None) != (password is None):
             raise self.fail("prometheus.username", "basic auth needs both username and password_env/password_file")
+        bearer_token = self.secret(tbl, prefix, "bearer_token")
+        allow_http = self.get(tbl, prefix, "allow_insecure_http", self.boolean, False)
+        sent = [k for k in ("bearer_token_env", "bearer_token_file", "password_env", "password_file") if k in tbl]
+        if sent and not allow_http and credentials_in_clear(url, True):
+            raise self.fail(f"prometheus.{sent[0]}", insecure_http_message(url))
         retries = self.get(tbl, prefix, "retries", lambda k, v: self.integer(k, v, 0, 20), 3)
         selector = self.get(tbl, prefix, "selector", self.string, "")
         if selector and not re.fullmatch(_MATCHERS, selector):
             raise self.fail("prometheus.selector", f'must be label matchers such as cluster="prod", got {selector!r}')
         return PrometheusConfig(
             url=url.rstrip("/"),
-            bearer_token=self.secret(tbl, prefix, "bearer_token"),
+            bearer_token=bearer_token,
             username=username,
             password=password,
             ca_file=self.get(tbl, prefix, "ca_file", self.readable_file, None),
             insecure_skip_verify=self.get(tbl, prefix, "insecure_skip_verify", self.boolean, False),
             timeout_seconds=self.get(tbl, prefix, "timeout_seconds", lambda k, v: self.number(k, v, 1, 3600), 60.0),
             retries=retries,
-            scrape_interval_seconds=self.get(tbl, prefix, "scrape_interval_seconds", self.positive_int, 30),
+            scrape_interval_seconds=self.get(tbl, prefix, "scrape_interval_seconds",
+                                             self.ranged(SCRAPE_INTERVAL_SECONDS), 30),
             selector=selector,
-            chunk_hours=self.get(tbl, prefix, "chunk_hours", self.positive_int, 24),
+            chunk_hours=self.get(tbl, prefix, "chunk_hours", self.ranged(CHUNK_HOURS), 24),
             concurrency=self.get(tbl, prefix, "concurrency", lambda k, v: self.integer(k, v, 1, 32), 4),
             accept_partial_responses=self.get(tbl, prefix, "accept_partial_responses", self.boolean, False),
+            allow_insecure_http=allow_http,
         )
+
+
+def insecure_http_message(url: str) -> str:
+    """What to do about credentials that `credentials_in_clear` finds would go out unencrypted."""
+    return (f"the credential would be sent in clear text to {url} (plain http:// to another host); use an "
+            "https:// url, or set [prometheus] allow_insecure_http = true if the network is trusted")
+
+
+def credentials_in_clear(url: str, has_credentials: bool) -> bool:
+    """Whether credentials would cross a network unencrypted: plain http to a host other
+    than this one. A loopback address (127.0.0.0/8, ::1) or `localhost` is exempt: the bytes
+    never leave the machine (a port-forward, a local auth proxy, a test server)."""
+    parts = urlsplit(url)
+    if not has_credentials or parts.scheme.lower() != "http":
+        return False
+    host = (parts.hostname or "").rstrip(".").lower()
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return True

@@ -20,11 +20,14 @@ from .sqltext import literal, values
 
 
 def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = False,
-            memory_limit: str | None = None, settings: dict | None = None) -> duckdb.DuckDBPyConnection:
+            memory_limit: str | None = None, settings: dict | None = None,
+            timezone: str = "UTC") -> duckdb.DuckDBPyConnection:
     """Open the database; a missing file in read-only mode or a held lock is a clean error.
 
     `sandboxed` also denies access to any other file (COPY TO, read_csv, ATTACH, ...), so
-    an ad-hoc query can read the database and nothing else, and change nothing."""
+    an ad-hoc query can read the database and nothing else, and change nothing; and it locks
+    DuckDB's settings once `timezone` is set, so that no SET, RESET or PRAGMA lifts the
+    memory_limit (or anything else) the query was given."""
     path = Path(path)
     if read_only and not path.is_file():
         raise YolocostError(f"{path}: database not found (run `yolocost demo` or `yolocost load` first)")
@@ -53,7 +56,9 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
         if problem is None:
             raise
         raise problem from None
-    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"SET TimeZone = {literal(timezone)}")
+    if sandboxed:
+        con.execute("SET lock_configuration = true")
     interrupts.cancel_on_interrupt(con)
     return con
 
@@ -87,6 +92,9 @@ def storage_error(path: Path | str, exc: BaseException, outcome: str = "") -> Yo
     disguised as bad input."""
     if not isinstance(exc, duckdb.Error):
         return None
+    memory = out_of_memory(exc)
+    if memory:  # a commit that could not allocate says "Failed to commit", but the file is fine
+        return YolocostError(memory + outcome)
     # DuckDB 1.5 opens its messages with the error's kind ("IO Error: "): the line says it otherwise
     first = re.sub(r"^[A-Za-z ]+ Error: ", "", " ".join((str(exc).splitlines() or [""])[0].split()))
     text = str(exc)
@@ -109,6 +117,20 @@ def storage_error(path: Path | str, exc: BaseException, outcome: str = "") -> Yo
     if isinstance(exc, (duckdb.IOException, duckdb.TransactionException)) and (about_file or "Failed to commit" in text):
         return YolocostError(f"{path}: cannot read or write the database ({first}){outcome}")
     return None
+
+
+def out_of_memory(exc: BaseException) -> str | None:
+    """The one line for DuckDB running out of memory, raised as such or inside a failed commit
+    ("Failed to commit: Failed to allocate ..."); None for any other error."""
+    text = str(exc)
+    if not isinstance(exc, duckdb.OutOfMemoryException) and not (isinstance(exc, duckdb.Error)
+                                                                 and _NO_MEMORY.search(text)):
+        return None
+    first = (text.splitlines() or [""])[0]
+    return f"DuckDB ran out of memory ({first}); raise [database] memory_limit"
+
+
+_NO_MEMORY = re.compile(r"Out of Memory Error|Failed to allocate|bad allocation")
 
 
 @contextlib.contextmanager

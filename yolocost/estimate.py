@@ -57,7 +57,7 @@ from typing import Any, Sequence
 
 import duckdb
 
-from . import db
+from . import db, months
 from .config import Config
 from .errors import YolocostError
 from .money import minor_unit, round_cents
@@ -503,6 +503,7 @@ def estimate_database(config: Config, request: Request, now: dt.datetime) -> Est
     db.require_database(config.database)
     con = db.connect(config.database, read_only=True, sandboxed=True, memory_limit=config.memory_limit)
     try:
+        months.check_history(con, config, "yolocost estimate")
         return estimate(con, config, request, now)
     except duckdb.Error as exc:
         raise YolocostError(f"{config.database}: cannot read the history: {str(exc).splitlines()[0]}") from None

@@ -58,6 +58,7 @@ the same bytes.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -70,11 +71,11 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from . import db, ledger
+from . import db, ledger, months
 from .config import Config
 from .errors import YolocostError
 from .money import minor_unit
-from .outputs import write_output
+from .outputs import write_in_own_folder, write_output
 from .queries import csv_safe
 
 FOCUS_MANDATORY_COLUMNS = (
@@ -375,6 +376,18 @@ def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) ->
     return export
 
 
+def _write_export(con: duckdb.DuckDBPyConnection, config: Config, month: str, path: Path,
+                  in_month_folder: bool) -> FinanceExport:
+    """The default path is in the month folder, yolocost's own: what stands there is replaced,
+    never written through (yolocost.outputs); a path the user named is written by the rule
+    of result files."""
+    if not in_month_folder:
+        return write_finance_csv(con, month, path)
+    text, export = finance_csv(con, month, path)
+    write_in_own_folder(path, text, config.reports_private)
+    return export
+
+
 def partial_month_warning(data: MonthCents) -> str | None:
     """A line saying which days of the month the database holds, when that is not every day
     (a month still running, an ingest of part of it): the CSV's total is then that part's."""
@@ -396,6 +409,10 @@ def export_finance(config: Config, month: str, out: Path | None = None) -> Finan
     path = Path(out) if out is not None else default_path(config, month)
     con = db.connect(config.database, read_only=True)
     try:
-        return write_finance_csv(con, month, path)
+        built = months.as_built(con, config, month)  # a stale month is refused, before anything is written
+        export = _write_export(con, config, month, path, out is None)
     finally:
         con.close()
+    if built.note:
+        export = dataclasses.replace(export, warning="; ".join(filter(None, [export.warning, built.note])))
+    return export

@@ -85,6 +85,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, config: Config, touched_months: list
     every month with usage rows) and those whose settings or prices changed, check prices,
     round the months' cents, and note what was built."""
     months.check_settings(con, config)
+    months.keep_jobs(con, list(months.archived(con)))  # before the build replaces what they read
     db.write_settings(con, config)
     plan = months.plan(con, config, touched_months)
     progress(f"building models for {_listed(plan.months)}")
@@ -104,15 +105,17 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     """Read a Parquet file into a temp table shaped like the raw table; bad casts are errors."""
     types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {table})").fetchall())
     try:
-        present = {r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()}
+        present = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(?))",
+                                   [str(path)]).fetchall())
     except duckdb.Error as exc:
         raise DataError(f"{path}: not a readable Parquet file: {str(exc).splitlines()[0]}") from None
     missing = [c for c in _REQUIRED[table] if c not in present]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
-    unknown = sorted(present - set(types))
+    unknown = sorted(set(present) - set(types))
     if unknown:  # a misspelt optional column would otherwise load as all NULL, silently
         raise DataError(f"{path}: unknown column(s) {', '.join(unknown)} (a {table} file has {', '.join(types)})")
+    _check_text_columns(path, types, present)
     cast = {c: f"TRY_CAST({_q(c)} AS {t})" for c, t in types.items() if c in present}
     not_null = [c for c in _REQUIRED[table] if c not in _NULLABLE.get(table, ())]
     # one scan: values a cast would lose, then required values that are null (or lost)
@@ -129,6 +132,17 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     select = ", ".join(f"{cast[c]} AS {_q(c)}" if c in cast else f"CAST(NULL AS {t}) AS {_q(c)}" for c, t in types.items())
     con.execute(f"CREATE OR REPLACE TEMP TABLE incoming_{table} AS SELECT {select} FROM read_parquet(?)", [str(path)])
 
+
+def _check_text_columns(path: Path, types: dict[str, str], present: dict[str, str]) -> None:
+    """A text column must hold strings, or whole numbers (ids, which read as their digits; an
+    all-null column reads as INTEGER too): a BLOB would load as escaped bytes (`\\xFF\\xFEbad`),
+    a float, date or list as its printed form."""
+    for column, kind in present.items():
+        if types.get(column) == "VARCHAR" and kind != "VARCHAR" and kind not in _WHOLE_NUMBERS:
+            raise DataError(f"{path}: {column} is a {kind} column; it must hold text (strings)")
+
+
+_WHOLE_NUMBERS = {f"{u}{t}" for u in ("", "U") for t in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT")}
 
 _REQUIRED = {
     "gpu_usage": ("interval_start", "cluster", "hostname", "gpu_uuid", "gpu_model", "job_id",

@@ -1,5 +1,6 @@
 """`yolocost monthly`: the cron job. Ingest last month, write its reports, summary, finance CSV and
-index, then prune usage rows older than the retention (yolocost.months).
+index, then prune usage rows older than the retention (yolocost.months), saying which months
+it keeps and why (a partial month is never archived here).
 
 The whole run holds the database's lock, so a second run (or an ingest) waits for nothing
 and is refused at once. Each step replaces what an earlier run of the same month wrote, so a
@@ -57,4 +58,6 @@ def run_monthly(config: Config, month: str | None = None, formats: str | tuple[s
         pruned = months.prune_database(config, strict=False, progress=progress)
         for why in pruned.skipped:
             progress(f"warning: kept the usage rows of {why}")
+        for why in pruned.partial:  # never archived by the cron run: `prune --include-partial` does it
+            progress(f"kept the usage rows of {why}")
     return MonthlyResult(month, ingested, reports, reports.finance, pruned)

@@ -11,15 +11,21 @@ Retention (`[ingest] retention_days`): once a month is wholly older than that an
 are built from exactly the usage rows it holds, `prune` deletes those rows and the
 intermediate tables of their size (int_usage_priced, int_usage_gpu_day, int_job_intervals)
 and marks the month archived. Its marts and ledger rows stay as they are: they are the
-archive, and every report, finance CSV and named query of the month reads them alone. An
-archived month is never rebuilt, and a load or ingest into it is refused.
+archive, and every report, finance CSV and named query of the month reads them alone; what
+it shows of its jobs' whole-job figures (mart_job_by_month, from tables of all months) is
+copied into archived_job_by_month, so that later labels, results or usage of those jobs
+change the open months only. An archived month is never rebuilt, and a load or ingest into
+it is refused. A month the database holds only in part is not archived unless asked: its
+missing days could never be loaded afterwards.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Callable
 from zoneinfo import ZoneInfo
 
@@ -175,9 +181,226 @@ def record(con: duckdb.DuckDBPyConnection, config: Config, months: list[str]) ->
                               "GROUP BY month").fetchall())
     prints = _fingerprints(config, months)
     con.execute(f"DELETE FROM month_builds WHERE month IN ({listed})")
-    rows = [f"({literal(m)}, now(), {literal(prints[m])}, {counts[m]}, NULL)" for m in months if counts.get(m)]
+    rows = [f"({literal(m)}, now(), {literal(prints[m])}, {counts[m]}, NULL, {literal(built_with(config, m))})"
+            for m in months if counts.get(m)]
     if rows:
-        con.execute(f"INSERT INTO month_builds VALUES {', '.join(rows)}")
+        con.execute("INSERT INTO month_builds (month, built_at, fingerprint, usage_rows, archived_at, built_with) "
+                    f"VALUES {', '.join(rows)}")
+
+
+# --------------------------------------------------------------------------- reading a month as built
+
+# each settings column as the config key it comes from, and what its stored value is divided by
+_SETTING_KEYS = {
+    "cluster": ("cluster.name", 1), "timezone": ("cluster.timezone", 1), "currency": ("cluster.currency", 1),
+    "grain_seconds": ("ingest.grain_seconds", 1), "busy_util_percent": ("thresholds.busy_util_percent", 1),
+    "idle_util_percent": ("thresholds.idle_util_percent", 1),
+    "breaker_util_percent": ("thresholds.breaker_util_percent", 1),
+    "breaker_loss_delta": ("thresholds.breaker_loss_delta", 1),
+    "breaker_min_seconds": ("thresholds.breaker_min_hours", 3600), "tag_pattern": ("tag_policy.pattern", 1),
+    "unallocated_policy": ("allocation.unallocated", 1), "idle_reclaim_seconds": ("policies.idle_reclaim_minutes", 60),
+    "idle_reclaim_util_percent": ("policies.idle_reclaim_util_percent", 1),
+    "idle_reclaim_protect_seconds": ("policies.idle_reclaim_protect_minutes", 60),
+}
+MODELS = "model definitions"
+
+
+def _doc(settings: dict, prices: list[tuple], energy: list[tuple], models: str | None) -> dict:
+    return {"models": models, "settings": settings,
+            "prices": sorted([m, str(d), _number(p)] for m, d, p in prices),
+            "energy_prices": sorted([str(d), _number(p)] for d, p in energy)}
+
+
+def built_with(config: Config, month: str) -> str:
+    """What the month's fingerprint covers, readable (JSON, kept in month_builds.built_with): the
+    settings, the prices and energy prices in effect before the month's end, and the version of
+    the model definitions. A read names from it what changed since the build, and shows an
+    archived month with the settings it was built with."""
+    from . import db
+
+    end = window(config, month)[1].astimezone(ZoneInfo(config.timezone)).date()
+    doc = _doc(dict(zip(db.SETTINGS_COLUMNS, db.settings_row(config))),
+               [p for p in db.price_rows(config) if p[1] < end],
+               [e for e in db.energy_price_rows(config) if e[0] < end], _models_fingerprint())
+    return json.dumps(doc, sort_keys=True)
+
+
+def _stored_doc(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:
+    """What the stored settings and price tables say, for a month recorded without built_with
+    (an older yolocost): every build writes them and rebuilds each unarchived month that no
+    longer matches, so they are what such a month was built with (the models' version unknown)."""
+    cur = con.execute("SELECT * FROM settings LIMIT 1")
+    row = cur.fetchone()
+    if row is None:
+        return None
+    settings = dict(zip([d[0] for d in cur.description], row))
+    y, m = int(month[:4]), int(month[5:])
+    end = dt.date(y + (m == 12), m % 12 + 1, 1)  # local dates: the month's end in the stored time zone
+    prices = con.execute("SELECT gpu_model, effective_from, price_per_gpu_hour FROM prices").fetchall()
+    energy = con.execute("SELECT effective_from, price_per_kwh FROM energy_prices").fetchall()
+    return _doc(settings, [p for p in prices if p[1] < end], [e for e in energy if e[0] < end], None)
+
+
+def _number(value) -> str:
+    """A number as plain text, the same whatever its type: 70, 70.0 and 70.000000 read `70`."""
+    return format(Decimal(str(value)).normalize(), "f")
+
+
+def _setting_texts(settings: dict) -> dict[str, str]:
+    """Settings columns as config keys with readable values (hours and minutes as configured)."""
+    out = {}
+    for column, value in settings.items():
+        if column in _SETTING_KEYS and value is not None:
+            key, scale = _SETTING_KEYS[column]
+            out[key] = repr(value) if isinstance(value, str) else _number(Decimal(str(value)) / scale)
+    return out
+
+
+def _parts(doc: dict) -> dict[str, str]:
+    """The doc as named parts with readable values, to compare a build with the config."""
+    out = _setting_texts(doc["settings"])
+    for model, start, price in doc["prices"]:
+        since = "" if start == "1970-01-01" else f" from {start}"  # an entry without effective_from
+        out["pricing.default_price_per_gpu_hour" if model == "*" else f"price of {model}{since}"] = price
+    for start, price in doc["energy_prices"]:
+        out[f"energy price from {start}"] = price
+    if doc["models"] is not None:
+        out[MODELS] = doc["models"]
+    return out
+
+
+def _changes(built: dict, config: Config, month: str) -> list[tuple[str, str]]:
+    """(part, what changed) for each part the config gives otherwise than the build had it."""
+    then, now = _parts(built), _parts(json.loads(built_with(config, month)))
+    if built["models"] is None:
+        now.pop(MODELS)
+    out = []
+    for key in sorted(then.keys() | now.keys(), key=lambda k: (k == MODELS, k)):
+        if then.get(key) == now.get(key):
+            continue
+        if key == MODELS:
+            out.append((key, "other model definitions (another yolocost version)"))
+        else:
+            out.append((key, f"{key} {then.get(key, 'unset')} (the config: {now.get(key, 'unset')})"))
+    return out
+
+
+def _build_row(con: duckdb.DuckDBPyConnection, month: str) -> tuple | None:
+    """(fingerprint, archived_at, built_with doc or None) of the month's build; None: not recorded."""
+    if not has_table(con, "month_builds"):
+        return None
+    kept = "built_with" if _has_column(con, "month_builds", "built_with") else "NULL"
+    row = con.execute(f"SELECT fingerprint, archived_at, {kept} FROM month_builds WHERE month = {literal(month)}"
+                      ).fetchone()
+    return None if row is None else (row[0], row[1], json.loads(row[2]) if row[2] else None)
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_catalog = current_database() AND "
+        f"table_schema = 'main' AND table_name = {literal(table)} AND column_name = {literal(column)}").fetchone()[0])
+
+
+def stale(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> list[tuple[str, str]] | None:
+    """None when the month's stored figures are those the config gives (its fingerprint
+    matches, it is archived, or no build of it is recorded); else what changed since it was
+    built, as (part, description), empty when the parts cannot tell."""
+    row = _build_row(con, month)
+    if row is None or row[1] is not None or row[0] == fingerprint(config, month):
+        return None
+    built = row[2] or _stored_doc(con, month)
+    return [] if built is None else _changes(built, config, month)
+
+
+def _listed_changes(changes: list[tuple[str, str]]) -> str:
+    if not changes:
+        return "other settings, prices or model definitions than the config's"
+    shown = "; ".join(text for _, text in changes[:3])
+    return shown + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+
+
+@dataclass(frozen=True)
+class AsBuilt:
+    """How a read shows a month: the config with the settings its figures were built with."""
+
+    config: Config
+    note: str | None = None  # an archived month shown with settings other than the config's
+
+
+def as_built(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> AsBuilt:
+    """Check, before a read shows `month`, that its stored figures are what the config gives:
+    a month built with other prices, settings or models is refused (rebuilding is a write, not
+    a read's business), naming what changed. An archived month is final, not stale: it is shown
+    with the settings and currency it was built in, whatever the config says now."""
+    row = _build_row(con, month)
+    if row is not None and row[1] is not None:
+        return _archived(con, config, month, row[1], row[2])
+    changes = stale(con, config, month)
+    if changes is None:
+        return AsBuilt(config)
+    raise DataError(f"{month} was built with {_listed_changes(changes)}: its stored figures are stale; run "
+                    f"`yolocost build --month {month}` to rebuild it, or use the config it was built with")
+
+
+def check_history(con: duckdb.DuckDBPyConnection, config: Config, what: str) -> None:
+    """Refuse a read of every month's jobs (`what`) while an unarchived month was built with other
+    settings or models than the config's; prices do not count (the reader prices with the config's)."""
+    if not has_table(con, "month_builds"):
+        return
+    for (month,) in con.execute("SELECT month FROM month_builds WHERE archived_at IS NULL ORDER BY month").fetchall():
+        changes = stale(con, config, month)
+        if changes is None:
+            continue
+        kept = [c for c in changes if not c[0].startswith(("price of", "energy price", "pricing."))]
+        if kept or not changes:
+            raise DataError(f"{what}: {month} was built with {_listed_changes(kept)}: its stored figures are "
+                            f"stale; run `yolocost build` to rebuild it, or use the config it was built with")
+
+
+def _archived(con: duckdb.DuckDBPyConnection, config: Config, month: str, at: dt.datetime,
+              doc: dict | None) -> AsBuilt:
+    """The config with an archived month's own settings: all of them where its build recorded
+    them, else the time zone and currency (which no build may change while it is archived)."""
+    from . import db
+
+    exact = doc is not None
+    doc = doc or _stored_doc(con, month)
+    if doc is None:
+        return AsBuilt(config)
+    s = {k: v for k, v in doc["settings"].items() if v is not None}
+    if not exact:
+        s = {k: v for k, v in s.items() if k in ("timezone", "currency")}
+    built = _with_settings(config, s)
+    now = _setting_texts(dict(zip(db.SETTINGS_COLUMNS, db.settings_row(config))))
+    differ = [f"{k} {v}" for k, v in _setting_texts(s).items() if now.get(k) != v]
+    if not differ:
+        return AsBuilt(built)
+    return AsBuilt(built, f"{month} is archived (its usage rows were pruned on {at:%Y-%m-%d}): shown as built, with "
+                          f"{', '.join(differ)} (the config says otherwise); its figures are final")
+
+
+def _with_settings(config: Config, s: dict) -> Config:
+    """`config` with the settings columns in `s` (a month's build) in place of its own."""
+    import dataclasses
+
+    t, p = config.thresholds, config.policies
+    thresholds = dataclasses.replace(
+        t, busy_util_percent=s.get("busy_util_percent", t.busy_util_percent),
+        idle_util_percent=s.get("idle_util_percent", t.idle_util_percent),
+        breaker_util_percent=s.get("breaker_util_percent", t.breaker_util_percent),
+        breaker_loss_delta=s.get("breaker_loss_delta", t.breaker_loss_delta),
+        breaker_min_hours=s["breaker_min_seconds"] / 3600 if "breaker_min_seconds" in s else t.breaker_min_hours)
+    policies = dataclasses.replace(
+        p, idle_reclaim_minutes=s["idle_reclaim_seconds"] / 60 if "idle_reclaim_seconds" in s else p.idle_reclaim_minutes,
+        idle_reclaim_util_percent=s.get("idle_reclaim_util_percent", p.idle_reclaim_util_percent),
+        idle_reclaim_protect_minutes=(s["idle_reclaim_protect_seconds"] / 60 if "idle_reclaim_protect_seconds" in s
+                                      else p.idle_reclaim_protect_minutes))
+    return dataclasses.replace(
+        config, cluster=s.get("cluster", config.cluster), timezone=s.get("timezone", config.timezone),
+        currency=s.get("currency", config.currency), grain_seconds=s.get("grain_seconds", config.grain_seconds),
+        tag_pattern=s.get("tag_pattern", config.tag_pattern),
+        unallocated_policy=s.get("unallocated_policy", config.unallocated_policy),
+        thresholds=thresholds, policies=policies)
 
 
 # --------------------------------------------------------------------------- retention
@@ -195,19 +418,35 @@ class PruneResult:
     months: list[PrunedMonth]
     skipped: list[str]  # why a month older than the cutoff was kept (strict=False)
     dry_run: bool
+    partial: list[str] = field(default_factory=list)  # partial months kept, and why
+
+
+def partial_months(con: duckdb.DuckDBPyConnection, wanted: list[str]) -> dict[str, str]:
+    """Why each of `wanted` that the database holds only in part (mart_month_coverage.partial)
+    is not archived: its missing intervals could never be loaded afterwards."""
+    if not wanted or not has_table(con, "mart_month_coverage"):
+        return {}
+    listed = ", ".join(literal(m) for m in wanted)
+    return {m: (f"{m}: partial, it holds {n:,} of its {total:,} grain intervals ({100 * n / total:.1f} %); "
+                "archived, the rest could never be loaded: load the rest first, or prune with --include-partial")
+            for m, n, total in con.execute(
+                f"SELECT month, intervals, month_intervals FROM mart_month_coverage WHERE month IN ({listed}) "
+                "AND partial ORDER BY month").fetchall()}
 
 
 def prune(con: duckdb.DuckDBPyConnection, config: Config, now: dt.datetime, *, dry_run: bool = False,
-          strict: bool = True, progress: Progress = lambda _: None) -> PruneResult:
+          strict: bool = True, include_partial: bool = False, progress: Progress = lambda _: None) -> PruneResult:
     """Remove the usage rows (and the tables of their size) of every month that ended more
     than retention_days before `now`, once its models are shown to be built from exactly
     those rows with the config's settings and prices; mark it archived. A month that is not
-    is an error (strict) or kept and named in `skipped`."""
+    is an error (strict) or kept and named in `skipped`. A month held only in part is kept and
+    named in `partial` unless `include_partial`: an archived month can never be completed."""
     cutoff = now - dt.timedelta(days=config.retention_days)
     old = [m for m in raw_months_before(con, config, cutoff) if window(config, m)[1] <= cutoff]
     built = {m: (f, n) for m, f, n in con.execute(
         "SELECT month, fingerprint, usage_rows FROM month_builds WHERE archived_at IS NULL").fetchall()}
     current = _fingerprints(config, old)
+    partial = {} if include_partial else partial_months(con, old)
     done, skipped = [], []
     for month in old:
         start, end = window(config, month)
@@ -228,6 +467,8 @@ def prune(con: duckdb.DuckDBPyConnection, config: Config, now: dt.datetime, *, d
                 raise YolocostError(f"cannot prune {month}: {problem}; nothing was removed")
             skipped.append(f"{month}: {problem}")
             continue
+        if month in partial:
+            continue
         done.append(PrunedMonth(month, rows))
         if dry_run:
             continue
@@ -236,8 +477,35 @@ def prune(con: duckdb.DuckDBPyConnection, config: Config, now: dt.datetime, *, d
                     f"AND interval_start < {literal(end)}")
         for table in PRUNED[1:]:
             con.execute(f"DELETE FROM {table} WHERE month = {literal(month)}")
+        keep_jobs(con, [month])
         con.execute(f"UPDATE month_builds SET archived_at = {literal(now)} WHERE month = {literal(month)}")
-    return PruneResult(cutoff, done, skipped, dry_run)
+    return PruneResult(cutoff, done, skipped, dry_run, [partial[m] for m in old if m in partial])
+
+
+# what archived months show of their jobs: mart_job_by_month's rows as they were archived
+ARCHIVED_JOBS = "archived_job_by_month"
+
+
+def keep_jobs(con: duckdb.DuckDBPyConnection, wanted: list[str]) -> None:
+    """Keep, once, what the months `wanted` show of their jobs (the rows mart_job_by_month gives
+    from the stored tables now): the whole-job figures (start and end, mAP, cost per mAP point,
+    the leaderboard) come from tables of all months that later loads replace, so an archived
+    month's documents read this copy. A month is marked kept by a row with no job_id."""
+    con.execute(f"CREATE TABLE IF NOT EXISTS {ARCHIVED_JOBS} (month VARCHAR, job_id VARCHAR)")
+    done = {r[0] for r in con.execute(f"SELECT DISTINCT month FROM {ARCHIVED_JOBS}").fetchall()}
+    todo = [m for m in wanted if m not in done]
+    if not todo or not all(has_table(con, t) for t in ("mart_job", "mart_job_month", "settings")):
+        return
+    from . import models
+
+    sql = next(m for m in models.discover() if m.name == "mart_job_by_month").sql
+    have = {r[0] for r in con.execute(f"DESCRIBE {ARCHIVED_JOBS}").fetchall()}
+    for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM (\n{sql}\n)").fetchall():
+        if name not in have:  # a column a newer mart_job has
+            con.execute(f'ALTER TABLE {ARCHIVED_JOBS} ADD COLUMN "{name}" {kind}')
+    listed = ", ".join(literal(m) for m in todo)
+    con.execute(f"INSERT INTO {ARCHIVED_JOBS} BY NAME SELECT * FROM (\n{sql}\n) WHERE month IN ({listed})")
+    con.execute(f"INSERT INTO {ARCHIVED_JOBS} (month) VALUES " + ", ".join(f"({literal(m)})" for m in todo))
 
 
 def raw_months_before(con: duckdb.DuckDBPyConnection, config: Config, cutoff: dt.datetime) -> list[str]:
@@ -258,9 +526,10 @@ def _count(con: duckdb.DuckDBPyConnection, table: str, month: str, start: dt.dat
 
 
 def prune_database(config: Config, *, dry_run: bool = False, strict: bool = True, now: dt.datetime | None = None,
-                   progress: Progress = lambda _: None) -> PruneResult:
+                   include_partial: bool = False, progress: Progress = lambda _: None) -> PruneResult:
     """`yolocost prune`: prune the configured database in one transaction (see prune)."""
     from . import db
 
     with db.writing(config.database, config.memory_limit) as con:
-        return prune(con, config, now or dt.datetime.now(UTC), dry_run=dry_run, strict=strict, progress=progress)
+        return prune(con, config, now or dt.datetime.now(UTC), dry_run=dry_run, strict=strict,
+                     include_partial=include_partial, progress=progress)

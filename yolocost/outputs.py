@@ -19,6 +19,14 @@ One rule for every command that writes a user-named file:
 
 On any failure no temporary file stays behind, and an OSError (disk full, permission
 denied, read-only file system, ...) is the one line `PATH: cannot write: <reason>`.
+
+The month folder of the reports (`<output_dir>/YYYY-MM/`, where `report`, `monthly` and
+`export finance` without `-o` write) is yolocost's own, and there the rule is another:
+whatever stands under the name of a file yolocost writes (a regular file, a symlink, a FIFO,
+a socket, a device) is replaced by a rename, never written through, so a link planted there
+cannot make a run (a root cron job, say) overwrite the file it points at; a folder in the way
+is refused with one line. With `[reports] private = true` the month folder is made 0700 and
+its files 0600, so other users can neither read them nor plant anything there.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from pathlib import Path
 from .errors import YolocostError
 
 # a process's own file descriptors: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600  # [reports] private = true
 FD_PATH = re.compile(r"/dev/(?P<std>stdout|stderr)|/dev/fd/(?P<fd>\d+)|/proc/(?P<pid>self|thread-self|\d+)/fd/(?P<pfd>\d+)")
 
 
@@ -155,12 +164,12 @@ def replace_atomically(target: Path, data: bytes) -> None:
     _sync_folder(target.parent)
 
 
-def _create_temporary(target: Path) -> tuple[int, Path]:
+def _create_temporary(target: Path, mode: int = 0o666) -> tuple[int, Path]:
     """A new hidden file `.<name>.XXXXXXXX.tmp` in the target's folder, open for writing."""
     for _ in range(100):
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), tmp
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))  # pragma: no cover
@@ -183,3 +192,65 @@ def _sync_folder(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+# --------------------------------------------------------------------------- the month folder, yolocost's own
+
+
+def own_folder(folder: Path, private: bool = False) -> Path:
+    """Create `folder` and its parents; raises OSError. With `private` the folder is 0700
+    from the start, and one that exists is made 0700 too."""
+    folder = Path(folder)
+    if private:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)  # a file in its place: FileExistsError
+        os.chmod(folder, PRIVATE_FOLDER)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def refuse_folder_in_the_way(target: Path) -> None:
+    """A folder (not a link to one) where a file of the month folder goes is the user's to
+    move: one line, before anything is replaced."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise YolocostError(f"{target}: is a folder, not a file; move it away to write this report")
+
+
+def move_into_own_folder(source: Path, target: Path, private: bool = False) -> None:
+    """Rename the finished file `source` (same file system) to `target`, replacing whatever
+    has that name, never writing through it; raises OSError."""
+    refuse_folder_in_the_way(target)
+    if private:
+        os.chmod(source, PRIVATE_FILE)
+    os.replace(source, target)
+
+
+def write_in_own_folder(target: Path, content: str | bytes, private: bool = False) -> Path:
+    """Write `content` as `target` in the month folder (created if missing) by the month
+    folder's rule: a temporary file beside it, flushed to disk, renamed over whatever has
+    the name. An OSError is the one line `PATH: cannot write: <reason>`."""
+    target = Path(target)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        own_folder(target.parent, private)
+        refuse_folder_in_the_way(target)
+        fd, tmp = _create_temporary(target, PRIVATE_FILE if private else 0o666)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
+        _sync_folder(target.parent)
+    except OSError as exc:
+        raise cannot_write(target, exc) from None
+    return target

@@ -26,8 +26,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .config import PrometheusConfig
-from .errors import YolocostError
+from .config import PrometheusConfig, credentials_in_clear, insecure_http_message
+from .errors import ConfigError, YolocostError
 
 
 class PrometheusError(YolocostError):
@@ -92,6 +92,9 @@ class PrometheusClient:
     """GET/POST against /api/v1 with retries (exponential backoff) for transient failures."""
 
     def __init__(self, config: PrometheusConfig, sleep: Callable[[float], None] = time.sleep):
+        credentials = config.bearer_token is not None or config.password is not None
+        if credentials_in_clear(config.url, credentials) and not config.allow_insecure_http:
+            raise ConfigError(f"prometheus: {insecure_http_message(display_url(config.url))}")  # as config check says
         self.config = config
         self.where = display_url(config.url)
         self._sleep = sleep

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from . import db
+from .config import Config
 from .errors import YolocostError
 from .resources import shipped_dir
 
@@ -175,18 +176,21 @@ def bind(query: Query, given: dict[str, str]) -> dict[str, Any]:
 
 
 def run(database: Path, query: Query, params: dict[str, str], *, write: bool = False,
-        timezone: str | None = None, memory_limit: str | None = None) -> tuple[list[str], list[tuple]]:
+        timezone: str | None = None, memory_limit: str | None = None,
+        config: Config | None = None) -> tuple[list[str], list[tuple]]:
     """Run a query; returns column names and rows. Read-only unless `write`. Timestamps come
     back in `timezone` (the configured one: months and days in the marts are cut there).
-    `memory_limit` is the configured [database] memory_limit, which a query obeys too."""
+    `memory_limit` is the configured [database] memory_limit, which a query obeys too. With
+    `config`, a month the query takes (a MONTH parameter) built with other settings or prices
+    than the config's is refused (yolocost.months.as_built)."""
     values = bind(query, params)
     if _no_statement(query.sql):
         raise YolocostError(f"query {query.name}: holds no SQL statement (only comments or blank lines)")
-    con = db.connect(database, read_only=not write, sandboxed=not write, memory_limit=memory_limit)
+    con = db.connect(database, read_only=not write, sandboxed=not write, memory_limit=memory_limit,
+                     timezone=timezone or "UTC")
     try:
-        if timezone:
-            zone = timezone.replace("'", "''")
-            con.execute(f"SET TimeZone = '{zone}'")
+        if config is not None:
+            _check_months(con, config, query, values)
         try:
             cur = con.execute(query.sql, values)
             if cur.description is None:
@@ -196,9 +200,20 @@ def run(database: Path, query: Query, params: dict[str, str], *, write: bool = F
             first = str(exc).splitlines()[0]
             if not write and "read-only" in first.lower():
                 first += " (add --write to allow changes)"
+            if not write and "configuration has been locked" in first:
+                first += " (a read-only query runs under the configured settings, [database] memory_limit among them)"
             raise YolocostError(f"query {query.name}: {first}") from None
     finally:
         con.close()
+
+
+def _check_months(con: duckdb.DuckDBPyConnection, config: Config, query: Query, values: dict[str, Any]) -> None:
+    """Refuse a month parameter naming a month whose stored figures are stale."""
+    from . import months
+
+    for p in query.params:
+        if p.type == "MONTH" and p.name in values:
+            months.as_built(con, config, values[p.name])
 
 
 def _no_statement(sql: str) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import db, ledger
+from . import db, ledger, months
 from .config import Config
 from .outputs import write_output
 from .templating import environment, template_errors
@@ -75,6 +75,7 @@ def write_summary(config: Config, month: str, out_path: Path, templates_dir: Pat
     month folder with the reports)."""
     con = db.connect(config.database, read_only=True)
     try:
+        config = months.as_built(con, config, month).config  # a stale month is refused
         context = summary_context(con, config, month)
     finally:
         con.close()

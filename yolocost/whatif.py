@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from . import db, money
+from . import db, money, months
 from .config import Config
 from .errors import YolocostError
 
@@ -104,6 +104,8 @@ def whatif(config: Config, month: str, limit: int = TOP_JOBS) -> dict:
     con = db.connect(config.database, read_only=True, memory_limit=config.memory_limit)
     try:
         with db.models_needed("whatif"):
+            built = months.as_built(con, config, month)  # a stale month is refused; an archived one shown as built
+            config = built.config
             result = collect(con, month, None, timezone=config.timezone, currency=config.currency, limit=limit)
             if result is None:
                 known = [r[0] for r in con.execute("SELECT month FROM mart_cluster_month ORDER BY month").fetchall()]
@@ -115,6 +117,8 @@ def whatif(config: Config, month: str, limit: int = TOP_JOBS) -> dict:
                 raise YolocostError(f"{config.database}: no data for {month}{have}")
     finally:
         con.close()
+    if built.note:
+        result["note"] = built.note
     return result
 
 
@@ -132,6 +136,8 @@ def to_table(result: dict) -> str:
     cur = result["currency"]
     lines = [f"What the stopping policies would have saved in {result['month']} ({result['jobs_replayed']} jobs "
              f"replayed; {cur}; times in {result['timezone']})", result["resolution"], ""]
+    if result.get("note"):
+        lines[2:2] = [f"Note: {result['note']}."]
     for p in result["policies"]:
         lines.append(f"{p['title']} ({p['policy']}): {p['rule']}")
         lines.append(f"  would have stopped {p['jobs_stopped']} job(s), {p['false_positives']} of them false "

@@ -1,6 +1,7 @@
 """The core install works without the bench extra: torch and Ultralytics are imported only
 inside the functions that train. Each check runs the real CLI in a Python where importing
-torch, torchvision, ultralytics or pynvml fails, as on a machine without them."""
+any module of the bench extra (torch, torchvision, ultralytics, matplotlib, pynvml,
+prometheus_client) fails, as on a machine without them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
     try:
         main()
     finally:
-        leaked = [m for m in ("torch", "ultralytics") if m in sys.modules]
+        leaked = [m for m in ("torch", "ultralytics", "matplotlib") if m in sys.modules]
         assert not leaked, leaked
 """)
 
@@ -44,8 +45,22 @@ def test_import_results_needs_no_torch(tmp_path):
     assert "imported 1 run(s)" in result.stdout
 
 
-def test_bench_run_without_torch_says_what_to_install(tmp_path):
-    result = _cli("bench", "run", "--job-id", "j", "--out", str(tmp_path), "--metrics-port", "0", "--epochs", "1",
-                  "--imgsz", "32", "--images", "2", "--device", "cpu")
+def test_bench_run_without_the_extra_says_what_to_install_and_writes_nothing(tmp_path):
+    out = tmp_path / "bench-runs"
+    result = _cli("bench", "run", "--job-id", "j", "--out", str(out), "--metrics-port", "0", "--epochs", "1",
+                  "--imgsz", "32", "--images", "2", "--device", "cpu", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: the benchmark runner needs the bench extra: pip install 'yolocost[bench]' (not installed: torch, "
+        "torchvision, ultralytics, matplotlib, prometheus_client, pynvml)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no run folder, no dataset, no cache
+
+
+def test_bench_matrix_without_the_extra_writes_nothing(tmp_path):
+    matrix = tmp_path / "m.toml"
+    matrix.write_text('[defaults]\nout = "bench-runs"\nmetrics_port = 0\nepochs = 1\nimgsz = 32\nimages = 2\n'
+                      'device = "cpu"\n\n[[run]]\nmodel = "yolov8n.yaml"\n')
+    result = _cli("bench", "matrix", str(matrix), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("error: the benchmark runner needs the bench extra")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.toml"]

@@ -1,13 +1,15 @@
 """`yolocost report` writes a month's set whole or not at all: a failure part way (disk full,
 a read-only month folder, a template that raises) is one line with exit status 2 and leaves
 the month folder as it was, with no temporary file; reports of projects the month no longer
-holds are removed, other files are left alone, and a report that is a symlink is written
-through."""
+holds are removed, other files are left alone. The month folder is yolocost's own: a
+symlink, FIFO or other file standing where a file of the set goes is replaced, never written
+through (a folder there is one line), and `[reports] private = true` keeps other users out."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -61,7 +63,7 @@ def test_stale_project_reports_are_removed_and_other_files_kept(workdir, tmp_pat
     _earlier_set(month)
     for name in ("project-gone.html", "project-gone.pdf"):  # a project the month no longer holds
         (month / name).write_text(OLD, encoding="utf-8")
-    elsewhere = tmp_path / "published" / "admin.html"  # the admin report published through a link
+    elsewhere = tmp_path / "published" / "admin.html"  # a link planted where the admin report goes
     elsewhere.parent.mkdir()
     elsewhere.write_text(OLD, encoding="utf-8")
     (month / "admin.html").unlink()
@@ -88,10 +90,113 @@ def test_stale_project_reports_are_removed_and_other_files_kept(workdir, tmp_pat
     contents = _contents(month)
     # drone-survey is still a project of the month: its report stays, though this run did not render it
     assert contents["project-drone-survey.html"] == OLD and contents["notes.txt"] == OLD
-    assert (month / "admin.html").is_symlink() and os.readlink(month / "admin.html") == str(elsewhere)
-    assert "Cost by project" in elsewhere.read_text(encoding="utf-8")
+    assert not (month / "admin.html").is_symlink() and "Cost by project" in contents["admin.html"]
+    assert elsewhere.read_text(encoding="utf-8") == OLD  # replaced, not written through
     assert sorted(contents) == ["admin.html", "notes.txt", "project-drone-survey.html"]
     assert _temporaries(folder) == []
+
+
+SET = ["--audience", "admin", "--audience", "project:drone-survey", "--format", "html,summary,csv,index"]
+SET_FILES = ["admin.html", f"finance-{MONTH}.csv", "index.html", "project-drone-survey.csv",
+             "project-drone-survey.html", "summary.html"]
+
+
+def _regular_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if stat.S_ISREG(os.lstat(p).st_mode))
+
+
+def test_links_and_fifos_in_the_month_folder_are_replaced_never_written_through(workdir, tmp_path):
+    """A link planted where a file of the set goes (to a file outside, to a folder, dangling)
+    and a FIFO there are replaced by the set's files; the files the links point at keep their
+    bytes, and nothing new appears outside."""
+    folder, db = workdir
+    month = folder / "reports" / MONTH
+    month.mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    victims = {}
+    for name in ("admin.html", "summary.html", f"finance-{MONTH}.csv"):
+        victim = outside / f"victim-{name}"
+        victim.write_bytes(f"precious {name}\n".encode())
+        victims[victim] = victim.read_bytes()
+        (month / name).symlink_to(victim)
+    (month / "index.html").symlink_to(outside)  # a link to a folder
+    (month / "project-drone-survey.html").symlink_to(outside / "new.html")  # dangling
+    os.mkfifo(month / "project-drone-survey.csv")  # writing into it would block the run
+
+    result = _run([*db, "report", "--month", MONTH, *SET], folder)
+    assert result.returncode == 0, result.stderr
+    assert _regular_files(month) == SET_FILES == sorted(p.name for p in month.iterdir())
+    assert {v: v.read_bytes() for v in victims} == victims
+    assert sorted(p.name for p in outside.iterdir()) == sorted(v.name for v in victims)
+    assert "Cost by project" in (month / "admin.html").read_text(encoding="utf-8")
+    assert _temporaries(folder) == [] and _temporaries(outside) == []
+
+
+def test_export_finance_replaces_a_link_in_the_month_folder_but_writes_through_one_it_is_given(workdir, tmp_path):
+    """Without -o the CSV goes into the month folder, which is yolocost's own; a path the user
+    names with -o keeps the rule of result files: a symlink is written through."""
+    folder, db = workdir
+    month = folder / "reports" / MONTH
+    month.mkdir(parents=True)
+    victim = tmp_path / "victim.csv"
+    victim.write_bytes(b"precious\n")
+    csv = month / f"finance-{MONTH}.csv"
+    csv.symlink_to(victim)
+    result = _run([*db, "export", "finance", "--month", MONTH], folder)
+    assert result.returncode == 0, result.stderr
+    assert not csv.is_symlink() and csv.read_text(encoding="utf-8").startswith("BilledCost,")
+    assert victim.read_bytes() == b"precious\n"
+
+    csv.unlink()
+    csv.symlink_to(victim)
+    named = _run([*db, "export", "finance", "--month", MONTH, "-o", str(csv)], folder)
+    assert named.returncode == 0, named.stderr
+    assert csv.is_symlink() and victim.read_text(encoding="utf-8").startswith("BilledCost,")
+
+
+def test_a_folder_where_a_file_of_the_set_goes_is_one_line_and_moves_nothing(workdir):
+    folder, db = workdir
+    month = folder / "reports" / MONTH
+    (month / "summary.html").mkdir(parents=True)
+    (month / "summary.html" / "mine.txt").write_text(OLD, encoding="utf-8")
+    line = _one_error(_run([*db, "report", "--month", MONTH, *SET], folder))
+    assert line == f"error: {month / 'summary.html'}: is a folder, not a file; move it away to write this report"
+    assert sorted(p.name for p in month.iterdir()) == ["summary.html"]
+    assert (month / "summary.html" / "mine.txt").read_text(encoding="utf-8") == OLD
+
+
+def _private(folder: Path) -> None:
+    config = folder / "yolocost.toml"
+    text = config.read_text(encoding="utf-8")
+    assert text.count("[reports]\n") == 1
+    config.write_text(text.replace("[reports]\n", "[reports]\nprivate = true\n"), encoding="utf-8")
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {p.name: stat.S_IMODE(os.lstat(p).st_mode) for p in [folder, *folder.iterdir()]}
+
+
+def test_private_reports_keep_other_users_out(workdir):
+    """`[reports] private = true`: the month folder 0700 (one that was open before too), its
+    files 0600, from `report` and from `export finance`; by default the umask decides."""
+    folder, db = workdir
+    month = folder / "reports" / MONTH
+    umask = os.umask(0)
+    os.umask(umask)
+    assert _run([*db, "report", "--month", MONTH, "--audience", "admin", "--format", "html"], folder).returncode == 0
+    assert _modes(month) == {MONTH: 0o777 & ~umask, "admin.html": 0o666 & ~umask}
+
+    os.chmod(month, 0o755)
+    _private(folder)
+    result = _run([*db, "report", "--month", MONTH, *SET], folder)
+    assert result.returncode == 0, result.stderr
+    assert _modes(month) == {MONTH: 0o700, **{name: 0o600 for name in SET_FILES}}
+
+    shutil.rmtree(folder / "reports")
+    result = _run([*db, "export", "finance", "--month", MONTH], folder)
+    assert result.returncode == 0, result.stderr
+    assert _modes(month) == {MONTH: 0o700, f"finance-{MONTH}.csv": 0o600}
 
 
 def test_a_full_disk_leaves_the_earlier_set_and_no_temporary_file(workdir):

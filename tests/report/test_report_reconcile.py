@@ -257,8 +257,10 @@ def test_the_pdfs_print_the_html_figures(rendered):
 def test_named_queries_print_the_report_cents(rendered, csv_rows):
     """`yolocost query project_month_over_month` and `user_costs` give the reports' cents."""
     def query(name: str) -> list[dict]:
-        out = subprocess.run([sys.executable, "-m", "yolocost", "--db", str(rendered.config.database), "query", name,
-                              "-p", f"month={MONTH}", "-f", "json"], capture_output=True, text=True, check=True)
+        # the config the month was built with: a query of a month checks it against the build
+        out = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(rendered.config.source), "--db",
+                              str(rendered.config.database), "query", name, "-p", f"month={MONTH}", "-f", "json"],
+                             capture_output=True, text=True, check=True)
         return json.loads(out.stdout)
 
     projects = {r["project"]: D(str(r["cost"])) for r in query("project_month_over_month")}

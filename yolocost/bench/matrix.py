@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import YolocostError
+from . import offline
 from .record import RunRecord
 from .runner import BenchOptions, check_options, run_bench
 
@@ -126,6 +127,7 @@ def _child(opts: BenchOptions) -> None:
 def run_matrix(path: Path, progress: Progress = lambda _: None, **overrides: Any) -> list[MatrixRun]:
     """Run every config of the file in order; `overrides` (e.g. out=..., metrics_port=...) apply to all."""
     runs = [replace(o, **overrides) for o in load_matrix(path)]
+    offline.require_extra()  # before any run folder: a core install writes nothing
     spawn = multiprocessing.get_context("spawn")
     done = []
     for n, opts in enumerate(runs, start=1):

@@ -154,6 +154,7 @@ def _sigterm_interrupts():
 def run_bench(opts: BenchOptions, progress: Progress = lambda _: None) -> tuple[RunRecord, Path]:
     """Train (or resume) the job; returns its finished record and run folder."""
     check_options(opts)
+    offline.require_extra()  # before the run folder: a core install writes nothing
     run_dir = opts.run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     # two processes on one job id (a retried pod while the old one still runs) would share a

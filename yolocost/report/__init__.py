@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .. import db
+from .. import db, months
 from .. import finance, summary
 from ..config import Config
 from ..errors import YolocostError
-from ..outputs import cannot_write, write_output
+from ..outputs import cannot_write, move_into_own_folder, own_folder, refuse_folder_in_the_way
 from ..templating import environment, template_errors
 from . import charts, data, jobs
 from . import html as html_out
@@ -260,6 +260,10 @@ def render_reports(
             if month not in known:
                 have = f" (months with data: {', '.join(known)})" if known else " (it holds no usage)"
                 raise YolocostError(f"{config.database}: no data for {month}{have}")
+            built = months.as_built(con, config, month)  # a stale month is refused; an archived one shown as built
+            config = built.config
+            if built.note:
+                progress(f"note: {built.note}")
             projects = data.month_projects(con, month)
             chosen = resolve_audiences(list(audiences), projects, month)
             reports = {}
@@ -276,7 +280,7 @@ def render_reports(
 
     folder = Path(config.report_dir) / month
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        own_folder(folder, config.reports_private)
     except OSError as exc:
         raise YolocostError(f"{folder}: cannot create the month's reports folder: {exc.strerror}") from None
     env = environment(templates, config.currency)
@@ -295,7 +299,7 @@ def render_reports(
             if wants_reports:
                 _render(config, month, chosen, formats, reports, figures, page, staging, result, chromium, progress)
             _render_extras(month, formats, extras, pages, folder, staging, projects, result, progress)
-        result.files = _move_into_place(result.files, folder, progress)
+        result.files = _move_into_place(result.files, folder, progress, config.reports_private)
         result.removed = _remove_stale(folder, projects, month, progress)
     if result.finance is not None:
         result.finance = dataclasses.replace(result.finance, path=folder / result.finance.path.name)
@@ -385,23 +389,20 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _move_into_place(staged: list[Path], folder: Path, progress: Progress) -> list[Path]:
-    """Move the complete set from the staging folder into `folder`: each file replaces the one
-    of its name by a rename; a report file that is a symlink is written through (the link
-    stays), as yolocost.outputs writes any result file. Every target is checked first, so a
-    refused one (a folder in the way) moves nothing."""
+def _move_into_place(staged: list[Path], folder: Path, progress: Progress, private: bool = False) -> list[Path]:
+    """Move the complete set from the staging folder into `folder`, the month folder, which is
+    yolocost's own: each file replaces whatever has its name by a rename (a symlink, a FIFO,
+    a device: replaced, never written through, so a planted link cannot make a run overwrite
+    the file it points at; see yolocost.outputs). With `private` the files are 0600. Every
+    target is checked first, so a folder in the way moves nothing."""
     for path in staged:
         with open(path, "rb") as handle:  # the content on disk before its name is
             os.fsync(handle.fileno())
     targets = [folder / path.name for path in staged]
     for target in targets:
-        if target.is_dir():  # a folder, or a link to one
-            raise YolocostError(f"{target}: is a folder, not a file; move it away to write this report")
+        refuse_folder_in_the_way(target)
     for path, target in zip(staged, targets):
-        if target.is_symlink():
-            write_output(target, path.read_bytes())
-        else:
-            os.replace(path, target)
+        move_into_own_folder(path, target, private)
         progress(f"wrote {target}")
     return targets
 

@@ -483,7 +483,8 @@ def leaderboard(con, month: str, project: str | None, timezone: str, grain_secon
 
 
 def leaderboard_from_jobs(con, month: str, project: str | None, timezone: str, grain_seconds: int) -> list[dict]:
-    """mart_leaderboard's aggregate over mart_job, restricted to one project's jobs (or none)."""
+    """mart_leaderboard's aggregate over the month's jobs (mart_job_by_month), restricted to one
+    project's jobs (or none)."""
     where, params = _scope(project)
     return rows(con, f"""
         SELECT {LEADERBOARD_COLUMNS} FROM (
@@ -495,12 +496,11 @@ def leaderboard_from_jobs(con, month: str, project: str | None, timezone: str, g
                 CAST(sum(cost) / count(*) AS DECIMAL(38, 9)) AS mean_cost_per_run,
                 CAST(sum(cost) AS DOUBLE) / count(*) / nullif(avg(map50) * 100, 0) AS cost_per_map50_point,
                 CAST(sum(cost) AS DOUBLE) / count(*) / nullif(avg(map50_95) * 100, 0) AS cost_per_map50_95_point
-            FROM mart_job
-            WHERE map50 IS NOT NULL AND first_interval IS NOT NULL
-              AND strftime(timezone(?, coalesce(end_time, last_interval)), '%Y-%m') = ?{where}
+            FROM mart_job_by_month
+            WHERE month = ? AND ended AND map50 IS NOT NULL AND first_interval IS NOT NULL{where}
             GROUP BY model_type, image_tag)
         ORDER BY cost_per_map50_point NULLS LAST, model_type, image_tag""",
-        [grain_seconds, timezone, month, *params])
+        [grain_seconds, month, *params])
 
 
 def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:

@@ -7,8 +7,9 @@ models were built (yolocost.ledger), so the rows add up exactly to the project's
 total in ledger_charges (allocation 'usage'). Nothing is rounded here: money is only checked
 to be whole minor units of the currency. Density (busy / present seconds, a ratio) comes
 from mart_job_month; mAP50 and mAP50-95 (final validation, best weights) and the start and
-end from mart_job. Start is the job's start label (or its first interval held); end is empty
-for a job that had not ended by the last data.
+end from the month's row of mart_job_by_month (an archived month's as it was archived).
+Start is the job's start label (or its first interval held); end is empty for a job that
+had not ended by the last data.
 
 Every table is read with `WHERE project = ? AND bucket = 'project'`: no other project's row
 is read. The same rows make the HTML section `jobs`, the PDF's appendix and the report's
@@ -45,8 +46,8 @@ SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_sta
 FROM ledger_job_month AS l
 JOIN mart_job_month AS m
   ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
-LEFT JOIN mart_job AS j
-  ON j.job_id = l.job_id AND j.project = ? AND j.bucket = 'project'
+LEFT JOIN mart_job_by_month AS j
+  ON j.month = l.month AND j.job_id = l.job_id AND j.project = ? AND j.bucket = 'project'
 WHERE l.month = ? AND l.project = ? AND l.bucket = 'project'
 ORDER BY l.cost DESC, l.job_id"""
 

@@ -101,12 +101,17 @@ CREATE TABLE IF NOT EXISTS settings (
 -- were built, from how many usage rows, and the fingerprint of the model definitions,
 -- settings and prices they were built with (yolocost.months). archived_at: when prune removed
 -- its usage rows; the month's marts and ledger rows are then its archive, kept as built.
+-- built_with: what the fingerprint covers, readable (JSON: settings, prices and energy prices
+-- before the month's end, the models' version); NULL for a month built by an older version.
+-- A read names from it what changed since the build, and shows an archived month with its
+-- own settings and currency.
 CREATE TABLE IF NOT EXISTS month_builds (
     month       VARCHAR PRIMARY KEY,
     built_at    TIMESTAMPTZ NOT NULL,
     fingerprint VARCHAR NOT NULL,
     usage_rows  BIGINT NOT NULL,
-    archived_at TIMESTAMPTZ
+    archived_at TIMESTAMPTZ,
+    built_with  VARCHAR
 );
 
 -- ingest_notes: what an ingest's window was billed without, or from, beyond the usage rows:

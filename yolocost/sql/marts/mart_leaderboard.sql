@@ -3,8 +3,9 @@
 -- and mAP50-95, mean training hours (wall clock) and GPU-hours, peak memory, mean cost per run,
 -- and cost per mAP point = mean cost per run / (mean mAP50 x 100). Means of doubles are taken in
 -- job order, so that a rebuild gives the same bits whatever order the jobs are stored in.
+-- The jobs are the month's rows of mart_job_by_month (an archived month's as it was archived).
 SELECT
-    strftime(timezone(s.timezone, coalesce(j.end_time, j.last_interval)), '%Y-%m') AS month,
+    j.month,
     j.model_type,
     j.image_tag,
     count(*) AS runs,
@@ -18,7 +19,7 @@ SELECT
     CAST(sum(j.cost) / count(*) AS DECIMAL(38, 9)) AS mean_cost_per_run,
     CAST(sum(j.cost) AS DOUBLE) / count(*) / nullif(avg(j.map50 ORDER BY j.job_id) * 100, 0) AS cost_per_map50_point,
     CAST(sum(j.cost) AS DOUBLE) / count(*) / nullif(avg(j.map50_95 ORDER BY j.job_id) * 100, 0) AS cost_per_map50_95_point
-FROM mart_job AS j
+FROM mart_job_by_month AS j
 CROSS JOIN settings AS s
-WHERE j.map50 IS NOT NULL AND j.first_interval IS NOT NULL
+WHERE j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL
 GROUP BY ALL
