@@ -187,6 +187,8 @@ CASES = [
          "typo.duckdb: database not found (check --db and [database] path"),
     Case("report: database file missing", ("--db", "typo.duckdb", "report", "--month", "2026-10"),
          "typo.duckdb: database not found"),
+    Case("export finance: -o names a folder", ("export", "finance", "--month", "2026-10", "-o", "."),
+         "error: .: is a folder, not a file; give a file path"),
     Case("export finance: database file missing", ("--db", "typo.duckdb", "export", "finance", "--month", "2026-10"),
          "typo.duckdb: database not found"),
     Case("build: grain_seconds changed on a stored database", ("build",),

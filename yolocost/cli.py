@@ -762,7 +762,7 @@ def export_group():
 
 @export_group.command("finance")
 @click.option("--month", required=True, metavar="YYYY-MM", help="Calendar month in the configured time zone.")
-@click.option("-o", "--out", type=click.Path(dir_okay=False),
+@click.option("-o", "--out", metavar="PATH",
               help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv, where whatever has the "
                    "name is replaced); replaced atomically, a symlink written through, a device such as /dev/stdout "
                    "written in place.")
@@ -781,6 +781,8 @@ def export_finance_command(state: State, month, out):
     from .finance import export_finance as run_export
     from .outputs import is_stdout
 
+    if out:
+        _refuse_folder(out)
     _require_database(state.config)
     result = run_export(state.config, month, Path(out) if out else None)
     if result.warning:
