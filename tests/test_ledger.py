@@ -175,5 +175,11 @@ def test_a_database_built_before_the_ledger_asks_for_a_build(built_db, fmt, read
     con.execute("DROP TABLE ledger_charges")
     con.execute("DROP TABLE ledger_job_month")
     con.close()
-    result = yolocost("--db", str(db.path), "report", "--month", "2026-03", "--format", fmt, cwd=db.path.parent)
+    # the config it was built with, so that the month is not stale (which is checked too)
+    toml = db.path.parent / "yolocost.toml"
+    toml.write_text('[cluster]\nname = "c1"\ntimezone = "UTC"\n' + "".join(
+        f'[[prices]]\ngpu_model = "{model}"\nprice_per_gpu_hour = "{price}"\n' for model, price in PRICES),
+        encoding="utf-8")
+    result = yolocost("--config", str(toml), "--db", str(db.path), "report", "--month", "2026-03", "--format", fmt,
+                      cwd=db.path.parent)
     assert_one_line_error(result, f"lacks a model {reader} reads", "ledger_", "yolocost build")
