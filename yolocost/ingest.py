@@ -245,7 +245,7 @@ class _Discovered:
         self.always.update(uuid_of(s) for s in job_info)
         self.always.update(uuid_of(s) for s in util if s.get("GPU_I_ID"))
         by_gpu: dict[tuple, set[bool]] = {}
-        for s in util:  # owned as attribution.pod_of has it: the pod of a renaming scrape is the exporter's
+        for s in util:  # owned as GrainQueries._unowned_util has it: a renaming scrape's own pod is no owner
             owned = s.get("hpc_job") or s.get("exported_pod") or s.get("pod_name") or \
                 (s.get("pod") and s.get("job", "") not in self.exported)
             by_gpu.setdefault((uuid_of(s), s.get("GPU_I_ID", "")), set()).add(bool(owned))
@@ -349,7 +349,7 @@ class _Fetcher:
         self._grain_points(start, end, always, lambda points, columns: spill.add(self._usage(points, columns,
                                                                                             attribution)))
         probe.requests = 0
-        probe.spot_check(facts, *spill.probed_rows(), self._uncounted_by_gpu())
+        probe.spot_check(facts, *spill.probed_rows(), {gpu: n for (_, gpu), n in self._uncounted_per_gpu().items()})
         self.requests += probe.requests
         self._check_uncounted()
         for line in attribution.warnings():  # what the owners' labels lacked (kube-state-metrics' flags)
@@ -358,10 +358,11 @@ class _Fetcher:
         progress_rows, results = self._training(start, end)
         return _Fetched(attribution.jobs, progress_rows, results)
 
-    def _uncounted_by_gpu(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for (_, gpu, _), n in self.uncounted.items():
-            out[gpu] = out.get(gpu, 0) + n
+    def _uncounted_per_gpu(self) -> dict[tuple[str, str], int]:
+        """The uncounted samples per (host, GPU), over the window's intervals."""
+        out: dict[tuple[str, str], int] = {}
+        for (host, gpu, _), n in self.uncounted.items():
+            out[(host, gpu)] = out.get((host, gpu), 0) + n
         return out
 
     def _check_uncounted(self) -> None:
@@ -370,9 +371,7 @@ class _Fetcher:
         if not self.uncounted:
             return
         scrape = self.config.prometheus.scrape_interval_seconds
-        per_gpu: dict[tuple[str, str], int] = {}
-        for (host, gpu, _), n in self.uncounted.items():
-            per_gpu[(host, gpu)] = per_gpu.get((host, gpu), 0) + n
+        per_gpu = self._uncounted_per_gpu()
         worst = sorted(per_gpu.items(), key=lambda kv: (-kv[1], kv[0]))
         named = ", ".join(f"{gpu} on {host} ({n:,} samples, {n * scrape:,} s)" for (host, gpu), n in worst[:3])
         more = f" and {len(worst) - 3} more" if len(worst) > 3 else ""
@@ -594,7 +593,7 @@ class _Fetcher:
         of each GPU (an answer holds more); a point that is not a [time, "value"] pair stops the
         ingest, naming the server (as `_arrays`)."""
         try:
-            return _raw_energy(points, answer, start, end, wanted, self.config.prometheus.scrape_interval_seconds)
+            return _raw_energy(points, answer, start, end, wanted)
         except (TypeError, ValueError, IndexError, KeyError):
             raise self.client.malformed("/api/v1/query", 'a sample is not a [time, "value"] pair of '
                                         "numbers") from None
@@ -783,6 +782,15 @@ class _Chunk:
     uncounted: dict = field(default_factory=dict)  # (host, GPU, interval) -> samples not counted
 
 
+def _flat(answer: list[dict], scale: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An answer's points as arrays: each series' point count, and every point's time (x `scale`,
+    rounded to an integer: 1000 gives milliseconds) and value, series after series."""
+    sizes = np.array([len(s["values"]) for s in answer], np.int64)
+    flat = [v for s in answer for v in s["values"]]
+    times = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * scale).astype(np.int64)
+    return sizes, times, np.array([v[1] for v in flat], dtype=np.float64)
+
+
 class _Points:
     """The series of one chunk's answers (numbered as they come, labels kept) and each
     answer's points as arrays: per point one key (series id, grain step) and one value.
@@ -816,11 +824,8 @@ class _Points:
 
     def arrays(self, result: list[dict]) -> tuple[np.ndarray, np.ndarray]:
         """(key, value) arrays of one query answer, key = series id x steps + grain step."""
-        sizes = [len(s["values"]) for s in result]
+        sizes, ts, value = _flat(result)
         sid = np.repeat(self.sids(result), sizes)
-        flat = [v for s in result for v in s["values"]]
-        ts = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat))).astype(np.int64)
-        value = np.array([v[1] for v in flat], dtype=np.float64)
         step, off_grid = np.divmod(ts - self.start - self.grain, self.grain)
         if len(step) and (off_grid.any() or step.min() < 0 or step.max() >= self.steps):  # another point's key
             raise ValueError("a point's time is not one of the query's steps")
@@ -843,8 +848,7 @@ class _Points:
         return key // self.steps, key % self.steps, samples, values
 
 
-def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, scrape: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _energy_points(points: "_Points", answer: list[dict], start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
     """(key, energy) per series x grain step of [start, end) from the energy counter's raw
     samples in [start - LOOKBACK, end) (`GrainQueries.energy_samples`), sample by sample: a
     GPU's samples (all its series together) in time order, each one's delta is its value
@@ -855,17 +859,12 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     samples may share a scrape step and none be in the one before, and each still has its
     own delta. Samples of one GPU at one time (copies of one scrape) are one value, the
     greatest, whose delta each of them takes. A NaN (a staleness marker) is no sample. Keys
-    are `_Points.arrays`' (series id x steps + grain step). `scrape` is not needed by the
-    rule; it is kept for the callers' signature."""
+    are `_Points.arrays`' (series id x steps + grain step)."""
     ms, back = 1000, promql.LOOKBACK * 1000
-    sizes = np.array([len(s["values"]) for s in answer], np.int64)
     sid = points.sids(answer)
     uuids: dict[str, int] = {}
     gpu = np.array([uuids.setdefault(uuid_of(s["metric"]), len(uuids)) for s in answer], np.int64)
-    flat = [v for s in answer for v in s["values"]]
-    t = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * ms).astype(np.int64)
-    value = np.array([v[1] for v in flat], dtype=np.float64)
-    del flat
+    sizes, t, value = _flat(answer, ms)
     series = np.repeat(np.arange(len(answer)), sizes)
     keep = (t >= start * ms - back) & (t < end * ms) & ~np.isnan(value)  # a NaN is a staleness marker, no sample
     t, value, series = t[keep], value[keep], series[keep]
@@ -889,12 +888,12 @@ def _energy_points(points: "_Points", answer: list[dict], start: int, end: int, 
     return keys, np.bincount(where, d[ok], len(keys))
 
 
-def _raw_energy(points: "_Points", answer: list[dict], start: int, end: int, wanted: dict[str, set[int]],
-                scrape: int) -> tuple[np.ndarray, np.ndarray]:
+def _raw_energy(points: "_Points", answer: list[dict], start: int, end: int, wanted: dict[str, set[int]]
+                ) -> tuple[np.ndarray, np.ndarray]:
     """`_energy_points` of raw samples of [start, end), kept for the `wanted` grain steps of each
     GPU (a piece of `_telescoped_energy`'s; the answer may hold more)."""
     answer = [s for s in answer if uuid_of(s["metric"]) in wanted]
-    keys, values = _energy_points(points, answer, start, end, scrape)
+    keys, values = _energy_points(points, answer, start, end)
     keep = np.array([k % points.steps in wanted[uuid_of(points.labels[k // points.steps])]
                      for k in keys.tolist()], bool)
     return keys[keep], values[keep]
@@ -1006,12 +1005,9 @@ def _raw_utilization(points: "_Points", answer: list[dict], cells: np.ndarray, b
     return as a sample) is no sample. Where a series has a DCGM_FI_PROF_GR_ENGINE_ACTIVE
     sample at a time, it is that time's utilization (x 100), as the grain queries prefer it;
     else DCGM_FI_DEV_GPU_UTIL's (one scrape stamps both alike). In `_RAW_UTIL`'s order."""
-    sizes = [len(s["values"]) for s in answer]
+    sizes, ms, value = _flat(answer, 1000)
     sid = np.repeat(points.sids(answer), sizes)
     prof = np.repeat(np.array([s["metric"].get("__name__") == promql.UTIL_PROF for s in answer], bool), sizes)
-    flat = [v for s in answer for v in s["values"]]
-    ms = np.rint(np.fromiter((v[0] for v in flat), np.float64, len(flat)) * 1000).astype(np.int64)
-    value = np.array([v[1] for v in flat], dtype=np.float64)
     step = (ms - points.start * 1000) // (points.grain * 1000)
     key = sid * points.steps + step
     keep = ~np.isnan(value) & (step >= 0) & (step < points.steps) & np.isin(key, cells)

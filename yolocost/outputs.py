@@ -149,15 +149,23 @@ def replace_atomically(target: Path, data: bytes) -> None:
             _rewrite_in_place(target, data)
             return
         raise
+    _rename_over(fd, tmp, target, data, keep_mode=True)
+
+
+def _rename_over(fd: int, tmp: Path, target: Path, data: bytes, keep_mode: bool) -> None:
+    """Write `data` to the open temporary file (fd, tmp), flush it to disk and rename it over
+    `target`, durably; with `keep_mode` it takes the old file's permission bits (read through a
+    link). Raises OSError; no temporary file stays behind (disk full, Ctrl-C, ...)."""
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # keep the old file's permissions
+        if keep_mode:
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
         os.replace(tmp, target)
-    except BaseException:  # disk full, Ctrl-C, ...: no temporary file stays behind
+    except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise
@@ -240,17 +248,7 @@ def write_in_own_folder(target: Path, content: str | bytes, private: bool = Fals
         own_folder(target.parent, private)
         refuse_folder_in_the_way(target)
         fd, tmp = _create_temporary(target, PRIVATE_FILE if private else 0o666)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-            raise
-        _sync_folder(target.parent)
+        _rename_over(fd, tmp, target, data, keep_mode=False)  # what has the name is replaced, not read
     except OSError as exc:
         raise cannot_write(target, exc) from None
     return target

@@ -19,9 +19,9 @@ import sys
 import time
 from decimal import Decimal
 
-import duckdb
 import pytest
 from benchkit import GPU_UUID, TINY, bench_env
+from livescrape import query as _query
 from promserver import PrometheusServer, free_port, scrape_job, skip_or_fail_without_prometheus
 
 from yolocost.results_import import MAP50, MAP50_95, best_row, epoch_values, read_results_csv
@@ -54,16 +54,6 @@ def _instant(prom, query: str, at: float) -> float:
     answer = requests.get(prom.url + "/api/v1/query", params={"query": query, "time": at}, timeout=30).json()
     result = answer["data"]["result"]
     return sum(float(r["value"][1]) for r in result)
-
-
-def _query(path, sql):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        cur = con.execute(sql)
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")

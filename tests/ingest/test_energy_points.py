@@ -28,7 +28,7 @@ def _series(uuid: str, pod: str, samples: dict[int, int]) -> dict:
 
 def _energy(answer: list[dict]) -> dict[tuple[str, int], float]:
     points = _Points(["samples", "energy"], S, S + 600, 300)
-    keys, values = _energy_points(points, answer, S, S + 600, 30)
+    keys, values = _energy_points(points, answer, S, S + 600)
     return {(points.labels[k // points.steps]["pod"], int(k % points.steps)): float(v) for k, v in zip(keys, values)}
 
 
@@ -107,10 +107,10 @@ def _both_ways(series: list[dict], grains: int, grain: int = GRAIN) -> tuple[dic
     for a, b, wanted in raw:
         window = [{"metric": s["metric"], "values": [v for v in s["values"] if a - 300 <= v[0] < b]}
                   for s in series]  # what the server sends: every series of the piece's GPUs and more
-        k, v = _raw_energy(points, window, a, b, wanted, SCRAPE)
+        k, v = _raw_energy(points, window, a, b, wanted)
         assert not set(k.tolist()) & set(got), "a grain computed both ways"
         got.update(zip(k.tolist(), v.tolist()))
-    k, v = _energy_points(points, series, S, end, SCRAPE)
+    k, v = _energy_points(points, series, S, end)
     whole = dict(zip(k.tolist(), v.tolist()))
     named = lambda d: {(points.labels[k // points.steps]["pod"], k % points.steps): x for k, x in d.items()}  # noqa: E731
     return named(got), named(whole), raw
