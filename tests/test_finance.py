@@ -211,12 +211,12 @@ def test_focus_columns_and_values(built_db):
     first, _, _, p2, unallocated = rows
     assert first["ChargePeriodStart"] == "2026-03-02T00:00:00Z" and first["ChargePeriodEnd"] == "2026-03-03T00:00:00Z"
     assert first["ChargeDescription"] == "GPU-hours on A100 for project p1 on 2026-03-02"
-    assert first["PricingQuantity"] == "0.083333"  # 300 s / 3600, 6 decimals
+    assert first["PricingQuantity"] == "0.083333333"  # 300 s / 3600, 9 decimals (the ledger's quantity)
     assert first["x_Bucket"] == "project" and first["x_Jobs"] == "1"
     assert first["x_ImageTag"] == "train-yolov8-medium-cu118"
     assert first["x_EffectiveComputeDensity"] == "1.000000"  # util 80 %: every second busy
     assert first["x_IdleGpuHours"] == "0.000000" and first["x_IdleCost"] == "0.00"
-    assert first["ListUnitPrice"] == first["ContractedUnitPrice"] == "0.060000"  # A100 at 0.06 per GPU-hour
+    assert first["ListUnitPrice"] == first["ContractedUnitPrice"] == "0.06"  # A100 at 0.06 per GPU-hour, as configured
     assert first["SkuId"] == first["x_GpuModel"] == "A100" and first["SkuPriceId"].startswith("A100 from ")
     assert first["x_ChargeKind"] == "gpu" and first["x_Allocation"] == "usage"
     assert json.loads(first["Tags"]) == {"project": "p1", "bucket": "project", "gpu_model": "A100",
@@ -224,7 +224,7 @@ def test_focus_columns_and_values(built_db):
     # p2: 3 rows of 300 s = 0.25 GPU-hours, all idle (util 2 %): idle cost is its whole cost,
     # exact 0.015; the row bills 0.01 (p2's cent, see the hierarchy) and idle is never more
     # than the cost it is part of (rounded alone, 0.015 would print 0.02)
-    assert p2["PricingQuantity"] == "0.250000"
+    assert p2["PricingQuantity"] == "0.250000000"
     assert p2["x_EffectiveComputeDensity"] == "0.000000"
     assert p2["BilledCost"] == "0.01"
     assert p2["x_IdleGpuHours"] == "0.250000" and p2["x_IdleCost"] == "0.01"
@@ -259,8 +259,8 @@ def test_energy_is_a_charge_row_of_its_own(built_db):
     gpu, energy = rows
     assert [(r["x_ChargeKind"], r["BilledCost"], r["x_UnroundedCost"], r["PricingQuantity"], r["PricingUnit"],
              r["ListUnitPrice"], r["SkuId"]) for r in rows] == [
-        ("gpu", "0.01", "0.005000000", "0.083333", "GPU-Hours", "0.060000", "A100"),
-        ("energy", "0.21", "0.210000000", "1.000000", "kWh", "0.210000", "Energy"),
+        ("gpu", "0.01", "0.005000000", "0.083333333", "GPU-Hours", "0.06", "A100"),
+        ("energy", "0.21", "0.210000000", "1.000000000", "kWh", "0.21", "Energy"),
     ]
     assert energy["x_GpuModel"] == "A100" and energy["SkuPriceId"].startswith("energy from ")
     assert energy["ChargeDescription"] == "Energy drawn by A100 for project p1 on 2026-03-02"
@@ -277,7 +277,7 @@ def test_mig_instances_count_their_share_of_a_gpu(built_db):
     _, _, (row,) = export(db, "2026-03")
     seconds = 12 * gpu_seconds(300 * D(3) / D(7))
     assert seconds == D("1542.857148")
-    assert row["PricingQuantity"] == "0.428571"
+    assert row["PricingQuantity"] == "0.428571430"  # 1542.857148 s / 3600, half up
     assert row["x_UnroundedCost"] == str(money(seconds * D("2.93") / 3600))
     assert row["BilledCost"] == "1.26"
 
@@ -509,3 +509,164 @@ def test_command_writes_the_csv_and_reports_errors_in_one_line(tmp_path):
     for cmd in (["export"], ["export", "finance"]):
         helped = yolocost(*cmd, "--help", cwd=tmp_path)
         assert helped.returncode == 0 and "Example" in helped.stdout
+
+
+# --------------------------------------------------------------------------- a month of every kind of row
+
+MIXED_PRICES = [("A100", "2026-01-01", "2.93"), ("A100", "2026-03-03", "2.61"), ("A100 1g.10gb", "2026-01-01", "0.55"),
+                ("T4", "2026-01-01", "0.35")]
+MIXED_JOBS = [job_row("j1", project="p1"), job_row("j2", project="p2"), job_row("j3", project="p2"),
+              job_row("j4", project=None)]
+JOULES_300W = 300 * 300 * 1000  # 300 W for a 300-s interval, in mJ
+
+
+def mixed_usage() -> list[dict]:
+    """2-3 March 2026 (UTC): the A100 price drops at midnight of 3 March; g1 time-sliced by j1 and
+    j2 (150 s each per interval); a 3g.40gb MIG instance (3/7 of a GPU) for j3 and an explicitly
+    priced 1g.10gb for j1; g2 idle and held by nobody part of the time; a T4 for a job without
+    a project. Every row draws 300 W (energy at 0.21 per kWh)."""
+    e = {"energy_mj": JOULES_300W}
+    half = {"seconds": 150, "energy_mj": JOULES_300W // 2}
+    return (usage_run("2026-03-02T20:00Z", 96, "g1", "j1", **half) + usage_run("2026-03-02T20:00Z", 96, "g1", "j2", **half)
+            + usage_run("2026-03-02T21:00Z", 60, "m1", "j3", mig="3g.40gb", host="h2", **e)
+            + usage_run("2026-03-02T21:00Z", 50, "m2", "j1", mig="1g.10gb", host="h2", index=1, **e)
+            + usage_run("2026-03-02T18:00Z", 60, "g2", None, util=0.0, index=1, **e)
+            + usage_run("2026-03-02T23:00Z", 30, "g2", "j2", index=1, **e)
+            + usage_run("2026-03-02T22:00Z", 40, "t1", "j4", model="T4", host="h3", **e))
+
+
+@pytest.fixture(scope="module", params=["none", "proportional"])
+def mixed_db(request, tmp_path_factory):
+    from builders import build_db
+
+    folder = tmp_path_factory.mktemp(f"mixed-{request.param}")
+    return build_db(folder, mixed_usage(), jobs=MIXED_JOBS, prices=MIXED_PRICES, energy_prices=["0.21"],
+                    allocation={"unallocated": request.param})
+
+
+def _export_rows(db, month: str, version: str, folder: Path) -> list[dict[str, str]]:
+    result = export_finance(db.config, month, folder / f"finance-{version}.csv", focus_version=version)
+    return read_csv(result.path)[1]
+
+
+def _intervals_per_day(db, month: str) -> dict[str, int]:
+    return {r["day"].isoformat(): r["n"] for r in db.query(
+        "SELECT day, count(*) AS n FROM int_usage_priced WHERE month = ? GROUP BY day", [month])}
+
+
+def assert_rows_multiply_out(rows: list[dict[str, str]], intervals: dict[str, int], minor_unit: Decimal) -> None:
+    """docs/finance-csv.md: |ListUnitPrice x PricingQuantity - ListCost| < 1 minor unit + 1e-9 per
+    interval priced in the row (bounded here by the intervals of the row's day)."""
+    for row in rows:
+        product = D(row["ListUnitPrice"]) * D(row["PricingQuantity"])
+        bound = minor_unit + D("0.000000001") * intervals[row["x_ChargeDate"]]
+        assert abs(product - D(row["ListCost"])) < bound, row
+        assert D(row["ContractedUnitPrice"]) * D(row["PricingQuantity"]) - D(row["ContractedCost"]) < bound
+
+
+@pytest.mark.parametrize("version", ["1.2", "1.3"])
+def test_every_row_of_the_sample_month_multiplies_out(sample_db, version, tmp_path):
+    rows = _export_rows(sample_db, "2026-10", version, tmp_path)
+    assert_rows_multiply_out(rows, _intervals_per_day(sample_db, "2026-10"), CENT)
+    # the A100 price changes on 15 Oct: the day's rows are split at it, each at its own price
+    a100 = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows
+            if r["x_GpuModel"].startswith("NVIDIA A100") and r["x_ChargeKind"] == "gpu"}
+    assert a100 == {("NVIDIA A100-SXM4-80GB from 2026-01-01", "2.93"), ("NVIDIA A100-SXM4-80GB from 2026-10-15", "2.61")}
+
+
+@pytest.mark.parametrize("version", ["1.2", "1.3"])
+def test_every_row_of_a_mixed_month_multiplies_out(mixed_db, version, tmp_path):
+    rows = _export_rows(mixed_db, "2026-03", version, tmp_path)
+    assert_rows_multiply_out(rows, _intervals_per_day(mixed_db, "2026-03"), CENT)
+    prices = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows}
+    assert ("A100 from 2026-01-01", "2.93") in prices and ("A100 from 2026-03-03", "2.61") in prices
+    assert ("A100 1g.10gb from 2026-01-01", "0.55") in prices and ("energy from 1970-01-01", "0.21") in prices
+
+
+def test_sku_columns_name_the_meter_the_price_and_its_properties(mixed_db, tmp_path):
+    """SkuMeter says what is metered; SkuPriceDetails is per PricingUnit: a GPU-hour is one GPU,
+    the explicitly priced MIG profile one instance of it, energy has none; SkuId of that profile
+    is the profile; one InvoiceId for the month."""
+    rows = _export_rows(mixed_db, "2026-03", "1.2", tmp_path)
+    seen = {(r["x_ChargeKind"], r["SkuId"], r["SkuMeter"], r["SkuPriceDetails"]) for r in rows}
+    assert seen == {
+        ("gpu", "A100", "GPU Time", '{"GpuCount":1}'),
+        ("gpu", "A100 1g.10gb", "GPU Time", '{"x_MigProfile":"1g.10gb"}'),
+        ("gpu", "T4", "GPU Time", '{"GpuCount":1}'),
+        ("energy", "Energy", "Energy", ""),
+    }
+    assert {r["InvoiceId"] for r in rows} == {"c1-2026-03"}
+    # p2's A100 time on 2 March at 2.93: half of g1 for 48 intervals (2 h), g2 for 12 (1 h) and the
+    # 3g.40gb instance for 36, each 300 s x 3/7 = 128.571429 s (6 decimals): 4628.571444 s =
+    # 1.285714290 h; 4.285714290 GPU-hours in all
+    p2 = [r for r in rows if r["SubAccountId"] == "p2" and r["x_ChargeKind"] == "gpu" and r["x_ChargeDate"] == "2026-03-02"
+          and r["x_Allocation"] == "usage"]
+    assert [(r["SkuPriceId"], r["PricingQuantity"]) for r in p2] == [("A100 from 2026-01-01", "4.285714290")]
+
+
+def _origins(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        out[row["x_OriginChargeId"]].append(row)
+    return out
+
+
+FOCUS_13_ALLOCATED = {"AllocatedMethodId", "AllocatedMethodDetails", "AllocatedResourceId", "AllocatedResourceName",
+                      "AllocatedTags"}
+SUMMABLE = {"BilledCost", "ListCost", "ContractedCost", "EffectiveCost", "PricingQuantity", "ConsumedQuantity"}
+
+
+def test_focus_13_allocates_each_gpu_models_daily_capacity_exactly(mixed_db, tmp_path):
+    """Each origin charge (a GPU model's capacity of a day at one price, GPU time or energy):
+    its AllocatedRatios add up to exactly 1, its allocated rows' cents to the 1.2 rows of the
+    same day, model, charge and price, every FOCUS dimension and price is the origin's, capacity
+    nobody held has no AllocatedResourceId, and the payers' cents are the projects' totals."""
+    rows12 = _export_rows(mixed_db, "2026-03", "1.2", tmp_path)
+    rows13 = _export_rows(mixed_db, "2026-03", "1.3", tmp_path)
+    assert len(rows12) == len(rows13)
+    flat = defaultdict(D)
+    for r in rows12:
+        flat[(r["x_ChargeDate"], r["x_GpuModel"], r["x_ChargeKind"], r["SkuPriceId"])] += D(r["BilledCost"])
+    origins = _origins(rows13)
+    assert len(origins) == len(flat)
+    shared_policy = mixed_db.config.unallocated_policy == "proportional"
+    for origin, members in origins.items():
+        ratios = [json.loads(r["AllocatedMethodDetails"], parse_float=D) for r in members]
+        assert sum(d["Elements"][0]["AllocatedRatio"] for d in ratios) == 1, origin
+        assert {d["x_OriginChargeId"] for d in ratios} == {origin}
+        first = members[0]
+        key = (first["x_ChargeDate"], first["x_GpuModel"], first["x_ChargeKind"], first["SkuPriceId"])
+        assert sum(D(r["BilledCost"]) for r in members) == flat[key], origin
+        for column in first:
+            if column.startswith("x_") or column in FOCUS_13_ALLOCATED or column in SUMMABLE:
+                continue
+            assert {r[column] for r in members} == {first[column]}, (origin, column)
+        for r, d in zip(members, ratios):
+            element = d["Elements"][0]
+            assert element["UsageQuantity"] == D(r["PricingQuantity"]) and element["UsageUnit"] == r["PricingUnit"]
+            unallocated = r["x_Bucket"] == "unallocated"
+            assert (r["AllocatedResourceId"] == "") == unallocated and r["AllocatedResourceName"] == r["AllocatedResourceId"]
+            tags = json.loads(r["AllocatedTags"])
+            assert tags["project"] == (r["AllocatedResourceId"] or "(unallocated)")
+        kinds = {r["x_Allocation"] for r in members}
+        shared = "share of unallocated capacity" in kinds
+        assert shared <= shared_policy
+        assert {r["AllocatedMethodId"] for r in members} == {
+            ("HeldGpuTime" if first["x_ChargeKind"] == "gpu" else "MeteredEnergy") + ("UnallocatedShared" if shared else "")}
+        assert first["SubAccountId"] == "" and json.loads(first["Tags"]) == {"gpu_model": first["x_GpuModel"],
+                                                                              "charge_kind": first["x_ChargeKind"]}
+    payers = defaultdict(D)
+    for r in rows13:
+        payers[r["AllocatedResourceName"] or "(unallocated)"] += D(r["BilledCost"])
+    projects, total = totals(mixed_db, "2026-03")
+    assert {k: v for k, v in payers.items() if v or k in projects} == projects
+    assert sum(payers.values()) == total
+    if shared_policy:  # nobody-held g2 time on 2 March was shared over p1 and p2 by their A100-hours
+        assert any(r["x_Allocation"] == "share of unallocated capacity" for r in rows13)
+
+
+def test_focus_version_is_checked(built_db, tmp_path):
+    db = hierarchy_db(built_db)
+    with pytest.raises(YolocostError, match="FOCUS version '1.4' is not one yolocost writes"):
+        export_finance(db.config, "2026-03", tmp_path / "f.csv", focus_version="1.4")
+    assert not (tmp_path / "f.csv").exists()

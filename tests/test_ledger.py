@@ -5,6 +5,7 @@ DuckDB file; every figure is worked out in the test."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 from decimal import Decimal
 
 import pytest
@@ -60,9 +61,9 @@ def test_proportional_shares_unallocated_capacity_by_gpu_hours_per_model_and_day
     shares = [(r["SubAccountId"], r["x_ChargeDate"], r["x_GpuModel"], r["BilledCost"], r["PricingQuantity"])
               for r in rows if r["x_Allocation"] == "share of unallocated capacity"]
     assert shares == [
-        ("p1", "2026-03-02", "A100", "0.67", "0.666667"),
-        ("p2", "2026-03-02", "A100", "0.33", "0.333333"),
-        ("p2", "2026-03-03", "A100", "0.50", "0.500000"),
+        ("p1", "2026-03-02", "A100", "0.67", "0.666666667"),
+        ("p2", "2026-03-02", "A100", "0.33", "0.333333333"),
+        ("p2", "2026-03-03", "A100", "0.50", "0.500000000"),
     ]
     for r in rows:
         if r["x_Allocation"] != "usage":
@@ -183,3 +184,27 @@ def test_a_database_built_before_the_ledger_asks_for_a_build(built_db, fmt, read
     result = yolocost("--config", str(toml), "--db", str(db.path), "report", "--month", "2026-03", "--format", fmt,
                       cwd=db.path.parent)
     assert_one_line_error(result, f"lacks a model {reader} reads", "ledger_", "yolocost build")
+
+
+def _charge(project: str, bucket: str, gpu_seconds: str, exact: str, cost: str) -> ledger.Charge:
+    return ledger.Charge(
+        month="2026-03", day=dt.date(2026, 3, 2), bucket=bucket, project=project, gpu_model="A100",
+        charge_kind="gpu", allocation=ledger.USAGE, sku_price_id="A100 from 2026-01-01", unit_price=D("1"),
+        pricing_unit="GPU-Hours", quantity=D(exact), exact_cost=D(exact), cost=D(cost), exact_idle_cost=None,
+        idle_cost=None, gpu_hours=D("0.4"), idle_gpu_hours=None, gpu_seconds=D(gpu_seconds), idle_gpu_seconds=None,
+        seconds_present=D(gpu_seconds), seconds_busy=D(0), jobs=0 if bucket == "unallocated" else 1)
+
+
+def test_shares_of_unallocated_capacity_are_each_within_a_cent_of_their_exact_amount():
+    """0.431 of capacity nobody held, rounded up to 0.44 by the month's largest remainder, shared
+    17 : 1 : 1 by GPU-seconds: exact shares 0.385632 + 0.022684 + 0.022684. Shared from the
+    rounded 0.44 (quotas 0.393684, 0.023158, 0.023158) the cents would be 0.40, 0.02, 0.02: the
+    first 0.0144 above its exact amount, more than a cent off its price x quantity. From the
+    exact amounts, floors 0.38 + 0.02 + 0.02 and the two cents left to the largest remainders
+    (0.005632, then 0.002684 of the earlier one): 0.39, 0.03, 0.02, each within a cent."""
+    rows = [_charge("p1", "project", "1700", "1.7", "1.70"), _charge("p2", "project", "100", "0.1", "0.10"),
+            _charge("p3", "project", "100", "0.1", "0.10"), _charge("(unallocated)", "unallocated", "400", "0.431", "0.44")]
+    shares = [r for r in ledger.share_unallocated(rows, 2) if r.allocation == ledger.SHARE]
+    assert [(r.project, r.cost) for r in shares] == [("p1", D("0.39")), ("p2", D("0.03")), ("p3", D("0.02"))]
+    assert all(abs(r.cost - r.exact_cost) < D("0.01") for r in shares)
+    assert sum(r.cost for r in shares) == D("0.44")

@@ -766,13 +766,18 @@ def export_group():
               help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv, where whatever has the "
                    "name is replaced); replaced atomically, a symlink written through, a device such as /dev/stdout "
                    "written in place.")
+@click.option("--focus-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True,
+              help="FOCUS version of the columns: 1.3 adds the providers' split and splits each GPU model's "
+                   "capacity of a day over the projects in FOCUS's allocation columns (docs/finance-csv.md).")
 @pass_state
-def export_finance_command(state: State, month, out):
-    """Write a month's finance CSV: FOCUS v1.2 columns, one row per day x project x GPU model.
+def export_finance_command(state: State, month, out, focus_version):
+    """Write a month's finance CSV in FOCUS columns, one row per day x project x GPU model.
 
     Rows for unlabeled and unallocated GPU time complete the month, and BilledCost (cents,
     largest-remainder rounding) adds up to the cluster's total and, per project, to the
-    totals the reports print. No user or job names.
+    totals the reports print. No user or job names. FOCUS 1.2 (the default) names the
+    project in SubAccountId; 1.3 writes the same cents as allocated charges of each GPU
+    model's daily capacity, the project in AllocatedResourceId.
 
     \b
     Example:
@@ -784,7 +789,7 @@ def export_finance_command(state: State, month, out):
     if out:
         _refuse_folder(out)
     _require_database(state.config)
-    result = run_export(state.config, month, Path(out) if out else None)
+    result = run_export(state.config, month, Path(out) if out else None, focus_version)
     if result.warning:
         to_stderr(f"warning: {result.warning}")
     # with `-o /dev/stdout` the CSV is the output: the summary line goes to stderr

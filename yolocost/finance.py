@@ -1,45 +1,62 @@
-"""The finance CSV: one month of GPU cost in FOCUS v1.2 column names, and the cents reports print.
+"""The finance CSV: one month of GPU cost in FOCUS column names (1.2, or 1.3 with split cost
+allocation), and the cents reports print.
 
 One row per local day x project (cost center) x GPU model x charge (GPU time; energy where an
 energy price is configured) x price period, plus rows for GPUs held by jobs without a project
-label (SubAccountId `(unlabeled)`) and for capacity nobody held (`(unallocated)`), so the file
-adds up to the cluster's total cost for the month. The rows are those of the cent ledger
+label (`(unlabeled)`) and for capacity nobody held (`(unallocated)`), so the file adds up to
+the cluster's total cost for the month. The rows are those of the cent ledger
 (yolocost.ledger, table ledger_charges): cents rounded once when the models were built, which
 every report, the summary and the named queries sum too, so a figure has the same cents in
-all of them. No user or job names are written.
+all of them. No user or job names are written. docs/finance-csv.md is the column reference.
 
 Cents are the currency's minor unit (whole yen for JPY, thousandths for KWD; yolocost.money).
 
-FOCUS decisions (v1.2; dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requires):
+FOCUS decisions (dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requires):
 
 * ChargeCategory "Usage"; ChargeClass empty (null: no row corrects an invoiced period);
-  ChargeFrequency "Usage-Based"; PricingCategory "Standard".
+  ChargeFrequency "Usage-Based"; PricingCategory "Standard"; InvoiceId '<cluster>-<YYYY-MM>',
+  one invoice per billing period.
 * BillingPeriodStart/End: local midnight of the month's first day / of the next month's first
   day in the configured time zone, as UTC. ChargePeriodStart/End: the local day's midnight to
   the next local midnight, as UTC (23 or 25 hours on DST change days). x_ChargeDate is the
   local date and x_TimeZone the zone.
-* GPU time and energy are separate rows (x_ChargeKind gpu | energy). One price per row:
-  ListUnitPrice = ContractedUnitPrice = the configured price per GPU-hour (PricingUnit
-  "GPU-Hours") or per kWh (PricingUnit "kWh"), SkuPriceId names the price period ('<price key>
-  from <date>', 'energy from <date>'), and BilledCost = ListCost = ContractedCost =
-  EffectiveCost = the row's cents, within a cent of ListUnitPrice x PricingQuantity
-  (x_UnroundedCost is that exact product as the marts hold it).
+* GPU time and energy are separate rows (x_ChargeKind gpu | energy; SkuMeter "GPU Time" |
+  "Energy"), and a price change splits a day's rows. One price per row: ListUnitPrice =
+  ContractedUnitPrice = the configured price per GPU-hour (PricingUnit "GPU-Hours") or per kWh
+  (PricingUnit "kWh") as configured, SkuPriceId names the price period ('<price key> from
+  <date the price took effect>', 'energy from <date>'; the reports' price table shows the same
+  id), SkuPriceDetails {"GpuCount": 1} for a GPU-hour ({"x_MigProfile": ...} for an explicitly
+  priced MIG profile; null for energy). BilledCost = ListCost = ContractedCost = EffectiveCost
+  = the row's cents.
 * PricingQuantity = ConsumedQuantity: GPU-hours (MIG instances as their share of a GPU) or
-  kWh, 6 decimals.
+  kWh, 9 decimals, as the ledger holds them. ListCost is ListUnitPrice x PricingQuantity
+  rounded down or up to a whole minor unit (the month's largest-remainder rounding decides
+  which, so that the rows add up to the month's total): |ListUnitPrice x PricingQuantity -
+  ListCost| < 1 minor unit + 10^-9 per grain interval in the row (each interval's cost is held
+  to 10^-9 before the day's sum; x_UnroundedCost is that sum).
 * ServiceCategory "AI and Machine Learning", ServiceSubcategory "Machine Learning",
   ServiceName "GPU training cluster".
-* ProviderName, PublisherName, InvoiceIssuerName, BillingAccountId, BillingAccountName: the
-  cluster name (an internal chargeback: the cluster's operators provide, publish and charge).
-* SubAccountId = SubAccountName = the project, `(unlabeled)` or `(unallocated)`;
+* ProviderName, PublisherName (1.3: also ServiceProviderName, HostProviderName),
+  InvoiceIssuerName, BillingAccountId, BillingAccountName: the cluster name (an internal
+  chargeback: the cluster's operators provide, publish and charge).
+* 1.2: SubAccountId = SubAccountName = the project, `(unlabeled)` or `(unallocated)`;
   SubAccountType "Project". SkuId = the GPU model (or MIG profile priced on its own) for GPU
   time, "Energy" for energy. Tags: the row's accounting labels as a JSON object (project,
   bucket, gpu_model, charge_kind, allocation).
+* 1.3: each row is an allocated charge of an origin charge, one GPU model's capacity of one
+  local day at one price (GPU time or energy; x_OriginChargeId names it). FOCUS columns take
+  the origin's values (ChargeDescription, Tags {gpu_model, charge_kind}, SubAccount* null: the
+  capacity is the cluster's), the allocation columns name the payer: AllocatedResourceId =
+  AllocatedResourceName = the project or `(unlabeled)`, null for capacity nobody held;
+  AllocatedTags {project, bucket, allocation}; AllocatedMethodId HeldGpuTime | MeteredEnergy
+  (…UnallocatedShared where capacity nobody held was shared); AllocatedMethodDetails
+  {"Elements": [{AllocatedRatio, UsageUnit, UsageQuantity}], "x_OriginChargeId"}, the ratio
+  the row's quantity over the origin's, 12 decimals, adding up to exactly 1 per origin.
 * With `[allocation] unallocated = "proportional"`, capacity nobody held is charged to the
   projects that held that GPU model that day, in proportion to their GPU-hours, in rows of
-  their own: x_Allocation "share of unallocated capacity" (own use: "usage") and a
-  ChargeDescription that says so.
-* ChargeDescription: what, which GPU model, who, which day, e.g. "GPU-hours on NVIDIA A10G
-  for project vision on 2026-10-03".
+  their own: x_Allocation "share of unallocated capacity" (own use: "usage").
+* ChargeDescription (1.2): what, which GPU model, who, which day, e.g. "GPU-hours on NVIDIA
+  A10G for project vision on 2026-10-03".
 * x_ columns: x_Bucket (project | unlabeled | unallocated), x_ChargeKind, x_Allocation,
   x_GpuModel, x_ChargeDate, x_TimeZone, x_Jobs (jobs that held the GPU model that day),
   x_ImageTag (every image tag held that day on that GPU model, sorted, '; '-separated),
@@ -71,12 +88,15 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from . import db, ledger, months
+from . import db, ledger, money, months
 from .config import Config
 from .errors import YolocostError
 from .money import minor_unit
 from .outputs import write_in_own_folder, write_output
 from .queries import csv_safe
+
+FOCUS_VERSIONS = ("1.2", "1.3")
+DEFAULT_FOCUS_VERSION = "1.2"  # the version focus-validator can check offline (docs/focus-validator.md)
 
 FOCUS_MANDATORY_COLUMNS = (
     "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd",
@@ -85,15 +105,22 @@ FOCUS_MANDATORY_COLUMNS = (
     "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
 )
 FOCUS_OTHER_COLUMNS = (
-    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "ListUnitPrice",
-    "PricingCategory", "ServiceSubcategory", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName",
-    "SubAccountType", "Tags",
+    "ChargeFrequency", "ConsumedQuantity", "ConsumedUnit", "ContractedUnitPrice", "InvoiceId", "ListUnitPrice",
+    "PricingCategory", "ServiceSubcategory", "SkuId", "SkuMeter", "SkuPriceDetails", "SkuPriceId", "SubAccountId",
+    "SubAccountName", "SubAccountType", "Tags",
+)
+# new in 1.3: the providers' split (ProviderName and PublisherName stay, deprecated) and split cost allocation
+FOCUS_13_COLUMNS = (
+    "HostProviderName", "ServiceProviderName", "AllocatedMethodId", "AllocatedMethodDetails",
+    "AllocatedResourceId", "AllocatedResourceName", "AllocatedTags",
 )
 X_COLUMNS = (
     "x_Bucket", "x_ChargeKind", "x_Allocation", "x_GpuModel", "x_ChargeDate", "x_TimeZone", "x_Jobs",
     "x_ImageTag", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_UnroundedCost",
 )
 COLUMNS = FOCUS_MANDATORY_COLUMNS + FOCUS_OTHER_COLUMNS + X_COLUMNS
+COLUMNS_13 = FOCUS_MANDATORY_COLUMNS + FOCUS_OTHER_COLUMNS + FOCUS_13_COLUMNS + X_COLUMNS + ("x_OriginChargeId",)
+COLUMNS_BY_VERSION = {"1.2": COLUMNS, "1.3": COLUMNS_13}
 
 SERVICE_NAME = "GPU training cluster"
 SERVICE_CATEGORY = "AI and Machine Learning"
@@ -236,6 +263,12 @@ def _fixed(value: Decimal | None, quantum: Decimal) -> str:
     return f"{abs(out) if out == 0 else out:f}"
 
 
+def _price(value: Decimal) -> str:
+    """A unit price as configured: its own decimals (up to 9, as the ledger holds it), at least two."""
+    out = Decimal(value).quantize(_NANO).normalize()
+    return f"{out.quantize(Decimal('0.01')) if out.as_tuple().exponent > -2 else out:f}"
+
+
 def _float(value: float | None, decimals: int = 6) -> str:
     if value is None or not math.isfinite(value):
         return ""
@@ -257,26 +290,162 @@ def _description(row: ledger.Charge) -> str:
     return f"{on} for project {row.project} on {day}"
 
 
+def _origin_description(row: ledger.Charge) -> str:
+    """What the origin charge of a 1.3 allocated charge is: the GPU model's capacity of a day."""
+    day = row.day.isoformat()
+    if row.charge_kind == "energy":
+        return f"Energy drawn by {row.gpu_model} GPUs on {day}, allocated by metered energy"
+    return f"GPU-hours of {row.gpu_model} capacity on {day}, allocated by held GPU time"
+
+
+def _json(value: dict) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
 def _tags(row: ledger.Charge) -> str:
-    return json.dumps({"project": row.project, "bucket": row.bucket, "gpu_model": row.gpu_model,
-                       "charge_kind": row.charge_kind, "allocation": ALLOCATION_LABELS[row.allocation]},
-                      ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return _json({"project": row.project, "bucket": row.bucket, "gpu_model": row.gpu_model,
+                  "charge_kind": row.charge_kind, "allocation": ALLOCATION_LABELS[row.allocation]})
 
 
-def focus_rows(data: MonthCents) -> list[dict[str, str]]:
-    """The CSV's rows as {column: text} in file order (numbers as plain decimals, text raw)."""
+def price_key(row: ledger.Charge) -> str:
+    """The price the row was billed at: the GPU model, 'model profile' for an explicitly priced
+    MIG profile, '*' for the default price, None for energy (sku_price_id '<key> from <date>')."""
+    return row.sku_price_id.rsplit(" from ", 1)[0]
+
+
+def _sku_id(row: ledger.Charge) -> str:
+    if row.charge_kind == "energy":
+        return "Energy"
+    key = price_key(row)
+    return key if key.startswith(row.gpu_model + " ") else row.gpu_model
+
+
+def _sku_price_details(row: ledger.Charge) -> str:
+    """FOCUS's SkuPriceDetails of the row's price, per one PricingUnit: a GPU-hour is one GPU
+    (GpuCount 1); an explicitly priced MIG profile is one instance of it (x_MigProfile, no
+    GpuCount: the instance is a slice of a GPU); energy has no SKU properties (null)."""
+    if row.charge_kind == "energy":
+        return ""
+    key = price_key(row)
+    if key.startswith(row.gpu_model + " "):
+        return _json({"x_MigProfile": key[len(row.gpu_model) + 1:]})
+    return _json({"GpuCount": 1})
+
+
+SKU_METERS = {"gpu": "GPU Time", "energy": "Energy"}
+RATIO_PLACES = 12  # AllocatedRatio decimals: shares of one origin charge add up to exactly 1
+_RATIO = Decimal(1).scaleb(-RATIO_PLACES)
+ALLOCATION_METHODS = {
+    # (charge kind, capacity nobody held shared over projects?) -> AllocatedMethodId
+    ("gpu", False): "HeldGpuTime",
+    ("gpu", True): "HeldGpuTimeUnallocatedShared",
+    ("energy", False): "MeteredEnergy",
+    ("energy", True): "MeteredEnergyUnallocatedShared",
+}
+
+
+def origin_key(row: ledger.Charge) -> tuple:
+    """The origin charge a ledger row is allocated from (FOCUS 1.3): one GPU model's capacity
+    of one local day, GPU time or energy, at one price."""
+    return (row.day, row.gpu_model, row.charge_kind, row.sku_price_id)
+
+
+def origin_charge_id(row: ledger.Charge) -> str:
+    return f"{row.day.isoformat()}/{row.charge_kind}/{row.gpu_model}/{row.sku_price_id}"
+
+
+def allocated_ratios(rows: list[ledger.Charge]) -> list[Decimal]:
+    """Each row's AllocatedRatio of its origin charge: its quantity (held GPU-hours, kWh) over
+    the origin's, to RATIO_PLACES decimals by largest remainder so the ratios add up to
+    exactly 1 (a charge without any quantity is shared equally)."""
+    weights = [Decimal(r.quantity) for r in rows]
+    if not any(weights):
+        weights = [Decimal(1)] * len(rows)
+    return money.apportion(Decimal(1), weights, RATIO_PLACES)
+
+
+def _allocation_columns(data: MonthCents) -> dict[int, dict[str, str]]:
+    """The 1.3 columns of each row (by index in data.rows) that its origin charge decides or
+    that say how it was allocated."""
+    groups: dict[tuple, list[int]] = {}
+    for i, row in enumerate(data.rows):
+        groups.setdefault(origin_key(row), []).append(i)
+    out: dict[int, dict[str, str]] = {}
+    for members in groups.values():
+        rows = [data.rows[i] for i in members]
+        shared = any(r.allocation == ledger.SHARE for r in rows)
+        method = ALLOCATION_METHODS[(rows[0].charge_kind, shared)]
+        origin = origin_charge_id(rows[0])
+        tags = _json({"gpu_model": rows[0].gpu_model, "charge_kind": rows[0].charge_kind})
+        for i, row, ratio in zip(members, rows, allocated_ratios(rows)):
+            held = row.bucket != "unallocated"
+            details = {"Elements": [{"AllocatedRatio": _Number(ratio.quantize(_RATIO)), "UsageUnit": row.pricing_unit,
+                                     "UsageQuantity": _Number(Decimal(row.quantity).quantize(_NANO))}],
+                       "x_OriginChargeId": origin}
+            out[i] = {
+                "ChargeDescription": _origin_description(row),
+                "SubAccountId": "", "SubAccountName": "", "SubAccountType": "",
+                "Tags": tags,
+                "AllocatedMethodId": method,
+                "AllocatedMethodDetails": _json_numbers(details),
+                "AllocatedResourceId": row.project if held else "",
+                "AllocatedResourceName": row.project if held else "",
+                "AllocatedTags": _json({"project": row.project, "bucket": row.bucket,
+                                        "allocation": ALLOCATION_LABELS[row.allocation]}),
+                "x_OriginChargeId": origin,
+            }
+    return out
+
+
+class _Number(str):
+    """A decimal written into JSON as a number, digit for digit (json would go through float)."""
+
+
+def _json_numbers(value) -> str:
+    """JSON text with _Number values as plain decimal numbers (sorted keys, compact)."""
+    if isinstance(value, _Number):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json_numbers(v)}"
+                              for k, v in sorted(value.items())) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_numbers(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def invoice_id(data: MonthCents) -> str:
+    """One invoice per billing period: the cluster's chargeback for the month."""
+    return f"{data.cluster}-{data.month}"
+
+
+def check_focus_version(version: str) -> str:
+    if version not in FOCUS_VERSIONS:
+        raise YolocostError(f"FOCUS version {version!r} is not one yolocost writes (one of {', '.join(FOCUS_VERSIONS)})")
+    return version
+
+
+def focus_rows(data: MonthCents, version: str = DEFAULT_FOCUS_VERSION) -> list[dict[str, str]]:
+    """The CSV's rows as {column: text} in file order (numbers as plain decimals, text raw).
+
+    1.2: one row per ledger row, the project as SubAccount. 1.3: the same rows as allocated
+    charges of their origin charge (a GPU model's capacity of a day at one price), the
+    project in the Allocated* columns and the origin's dimensions (description, tags) in
+    FOCUS's own; the money is the same cents."""
+    check_focus_version(version)
     tz = ZoneInfo(data.timezone)
     year, mon = (int(x) for x in data.month.split("-"))
     period_start = _utc(dt.datetime(year, mon, 1, tzinfo=tz))
     period_end = _utc(dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz))
     cent = Decimal(1).scaleb(-minor_unit(data.currency))
+    invoice = invoice_id(data)
+    allocation = _allocation_columns(data) if version == "1.3" else {}
     out = []
-    for row in data.rows:
+    for i, row in enumerate(data.rows):
         billed = _fixed(row.cost, cent)
-        quantity = _fixed(row.quantity, _MICRO)
-        price = _fixed(row.unit_price, _MICRO)
+        quantity = _fixed(row.quantity, _NANO)
+        price = _price(row.unit_price)
         idle = row.charge_kind == "gpu" and row.bucket != "unallocated" and row.allocation == ledger.USAGE
-        out.append({
+        cells = {
             "BilledCost": billed,
             "BillingAccountId": data.cluster,
             "BillingAccountName": data.cluster,
@@ -302,15 +471,20 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
             "ConsumedQuantity": quantity,
             "ConsumedUnit": row.pricing_unit,
             "ContractedUnitPrice": price,
+            "InvoiceId": invoice,
             "ListUnitPrice": price,
             "PricingCategory": "Standard",
             "ServiceSubcategory": SERVICE_SUBCATEGORY,
-            "SkuId": row.gpu_model if row.charge_kind == "gpu" else "Energy",
+            "SkuId": _sku_id(row),
+            "SkuMeter": SKU_METERS[row.charge_kind],
+            "SkuPriceDetails": _sku_price_details(row),
             "SkuPriceId": row.sku_price_id,
             "SubAccountId": row.project,
             "SubAccountName": row.project,
             "SubAccountType": "Project",
             "Tags": _tags(row),
+            "HostProviderName": data.cluster,
+            "ServiceProviderName": data.cluster,
             "x_Bucket": row.bucket,
             "x_ChargeKind": row.charge_kind,
             "x_Allocation": ALLOCATION_LABELS[row.allocation],
@@ -324,7 +498,9 @@ def focus_rows(data: MonthCents) -> list[dict[str, str]]:
             "x_IdleGpuHours": _fixed(Decimal(row.idle_gpu_seconds or 0) / 3600, _MICRO) if idle else "",
             "x_IdleCost": _fixed(row.idle_cost or 0, cent) if idle else "",
             "x_UnroundedCost": _fixed(row.exact_cost, _NANO),
-        })
+        }
+        cells.update(allocation.get(i, {}))
+        out.append({c: cells[c] for c in COLUMNS_BY_VERSION[version]})
     return out
 
 
@@ -336,13 +512,14 @@ _NUMERIC = frozenset({
 })
 
 
-def to_csv(rows: list[dict[str, str]]) -> str:
+def to_csv(rows: list[dict[str, str]], version: str = DEFAULT_FOCUS_VERSION) -> str:
     """The CSV text: header, then rows; text cells neutralized against formula injection."""
+    columns = COLUMNS_BY_VERSION[version]
     buf = io.StringIO(newline="")
     writer = csv.writer(buf, lineterminator="\r\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(columns)
     for row in rows:
-        writer.writerow([row[c] if c in _NUMERIC else csv_safe(row[c]) for c in COLUMNS])
+        writer.writerow([row[c] if c in _NUMERIC else csv_safe(row[c]) for c in columns])
     return buf.getvalue()
 
 
@@ -360,30 +537,32 @@ def _write_atomically(path: Path, text: str) -> None:
     write_output(path, text, make_parents=True)
 
 
-def finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> tuple[str, FinanceExport]:
+def finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path,
+                version: str = DEFAULT_FOCUS_VERSION) -> tuple[str, FinanceExport]:
     """The finance CSV of `month` as text, and what writing it to `path` gives (nothing is
     written: `yolocost report` writes it with the month's other files)."""
     data = month_cents(con, month)
-    rows = focus_rows(data)
-    return to_csv(rows), FinanceExport(Path(path), month, len(rows), data.total, data.currency,
+    rows = focus_rows(data, version)
+    return to_csv(rows, version), FinanceExport(Path(path), month, len(rows), data.total, data.currency,
                                        partial_month_warning(data))
 
 
-def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path) -> FinanceExport:
+def write_finance_csv(con: duckdb.DuckDBPyConnection, month: str, path: Path,
+                      version: str = DEFAULT_FOCUS_VERSION) -> FinanceExport:
     """Write the finance CSV of `month` from an open connection (see export_finance)."""
-    text, export = finance_csv(con, month, path)
+    text, export = finance_csv(con, month, path, version)
     _write_atomically(Path(path), text)
     return export
 
 
 def _write_export(con: duckdb.DuckDBPyConnection, config: Config, month: str, path: Path,
-                  in_month_folder: bool) -> FinanceExport:
+                  in_month_folder: bool, version: str) -> FinanceExport:
     """The default path is in the month folder, yolocost's own: what stands there is replaced,
     never written through (yolocost.outputs); a path the user named is written by the rule
     of result files."""
     if not in_month_folder:
-        return write_finance_csv(con, month, path)
-    text, export = finance_csv(con, month, path)
+        return write_finance_csv(con, month, path, version)
+    text, export = finance_csv(con, month, path, version)
     write_in_own_folder(path, text, config.reports_private)
     return export
 
@@ -402,15 +581,18 @@ def partial_month_warning(data: MonthCents) -> str | None:
             "the CSV covers only that")
 
 
-def export_finance(config: Config, month: str, out: Path | None = None) -> FinanceExport:
-    """Write the finance CSV of `month` (YYYY-MM) from config.database to `out`
-    (default: default_path(config, month)); returns the path, row count and BilledCost total."""
+def export_finance(config: Config, month: str, out: Path | None = None,
+                   focus_version: str = DEFAULT_FOCUS_VERSION) -> FinanceExport:
+    """Write the finance CSV of `month` (YYYY-MM) in FOCUS `focus_version` from config.database
+    to `out` (default: default_path(config, month)); returns the path, row count and
+    BilledCost total."""
     check_month(month)
+    check_focus_version(focus_version)
     path = Path(out) if out is not None else default_path(config, month)
     con = db.connect(config.database, read_only=True)
     try:
         built = months.as_built(con, config, month)  # a stale month is refused, before anything is written
-        export = _write_export(con, config, month, path, out is None)
+        export = _write_export(con, config, month, path, out is None, focus_version)
     finally:
         con.close()
     if built.note:

@@ -23,7 +23,8 @@ CSV sum:
 Unallocated capacity ([allocation] unallocated): "none" keeps it in the '(unallocated)'
 bucket, charged to no project. "proportional" shares each day x GPU model x charge kind x
 price row of it over the labelled projects that held that GPU model that day, by their
-GPU-seconds (yolocost.money.apportion), as separate rows with allocation 'unallocated share'
+GPU-seconds (each share's cents its exact amount rounded down or up, adding up to the
+row's cents: yolocost.money.distribute), as separate rows with allocation 'unallocated share'
 in each project's bucket (never mixed into its own usage); a day and model no project held
 stays unallocated. Totals do not change: the rows of a month still add up to the month's
 capacity and energy cost.
@@ -48,7 +49,7 @@ BUCKET_ORDER = {"project": 0, "unlabeled": 1, "unallocated": 2}
 KIND_ORDER = {"gpu": 0, "energy": 1}
 HOUR_PLACES = 1  # GPU-hours are printed to 0.1 h
 _INSERT_ROWS = 500
-VERSION = "1"  # part of each month's build fingerprint (yolocost.months): a change of the rounding rules rebuilds
+VERSION = "2"  # part of each month's build fingerprint (yolocost.months): a change of the rounding rules rebuilds
 
 # {places}: the decimals of the currency's minor unit, so the stored cents read as money
 CHARGES_TABLE = """
@@ -217,11 +218,13 @@ def share_unallocated(rows: Sequence[Charge], places: int) -> list[Charge]:
         names = sorted(p for p, w in shares.items() if w > 0)
         w = [shares[p] for p in names]
         whole = sum(w, Decimal(0))
-        cents = money.apportion(r.cost, w, places)
         tenths = money.apportion(r.gpu_hours, w, HOUR_PLACES) if r.gpu_hours is not None else [None] * len(names)
         with localcontext() as ctx:
             ctx.prec = 60
             fractions = [x / whole for x in w]
+            # each share's cents are its exact amount rounded down or up (never further), so a
+            # share row, like every other, is within a cent of its price x quantity
+            cents = money.distribute([r.exact_cost * f for f in fractions], r.cost, places)
         q9 = Decimal("0.000000001")
         q6 = Decimal("0.000001")
         for name, f, c, h in zip(names, fractions, cents, tenths):

@@ -116,6 +116,23 @@ def test_the_page_shows_prices_and_totals_with_the_currency(con, sample_db, tmp_
         assert cells and all(c.endswith(" USD") for c in cells), cells
 
 
+def test_every_sku_price_id_of_the_finance_csv_is_a_price_id_on_the_card(con, sample_db, tmp_path):
+    """Finance joins the CSV to the report's price table by SkuPriceId: the A100 price set on
+    2026-01-01 is shown from the month's first day, and its Price ID is the CSV's, 'from
+    2026-01-01'."""
+    import csv
+
+    config = dataclasses.replace(sample_db.config, report_dir=tmp_path)
+    page = render_reports(config, MONTH, ["admin"], ["html"]).files[0].read_text(encoding="utf-8")
+    section = re.search(r'<section id="rate_card">(.*?)</section>', page, re.S).group(1)
+    shown = set(re.findall(r'<td class="l">([^<]* from \d{4}-\d\d-\d\d)</td>', section))
+    exported = finance.export_finance(config, MONTH, tmp_path / "finance.csv")
+    with open(exported.path, encoding="utf-8", newline="") as handle:
+        ids = {row["SkuPriceId"] for row in csv.DictReader(handle)}
+    assert f"{A100} from 2026-01-01" in ids and f"{A100} from 2026-10-15" in ids and "energy from 2026-01-01" in ids
+    assert ids <= shown, ids - shown
+
+
 def test_default_and_mig_prices_are_named_and_unused_ones_listed_for_admins(built_db):
     from builders import job_row, usage_run
 
