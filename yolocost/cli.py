@@ -766,7 +766,7 @@ def export_group():
               help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv, where whatever has the "
                    "name is replaced); replaced atomically, a symlink written through, a device such as /dev/stdout "
                    "written in place.")
-@click.option("--focus-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True,
+@click.option("--focus-version", default="1.2", show_default=True, metavar="1.2|1.3",
               help="FOCUS version of the columns: 1.3 adds the providers' split and splits each GPU model's "
                    "capacity of a day over the projects in FOCUS's allocation columns (docs/finance-csv.md).")
 @pass_state
@@ -783,9 +783,11 @@ def export_finance_command(state: State, month, out, focus_version):
     Example:
       yolocost export finance --month 2026-10 -o finance.csv
     """
+    from .finance import check_focus_version
     from .finance import export_finance as run_export
     from .outputs import is_stdout
 
+    check_focus_version(focus_version)
     if out:
         _refuse_folder(out)
     _require_database(state.config)
