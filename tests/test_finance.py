@@ -217,10 +217,10 @@ def test_focus_columns_and_values(built_db):
     assert first["x_EffectiveComputeDensity"] == "1.000000"  # util 80 %: every second busy
     assert first["x_IdleGpuHours"] == "0.000000" and first["x_IdleCost"] == "0.00"
     assert first["ListUnitPrice"] == first["ContractedUnitPrice"] == "0.06"  # A100 at 0.06 per GPU-hour, as configured
-    assert first["SkuId"] == first["x_GpuModel"] == "A100" and first["SkuPriceId"].startswith("A100 from ")
+    assert first["SkuId"] == first["x_GpuModel"] == "A100" and first["SkuPriceId"] == "A100" and first["x_PricePeriod"].startswith("A100 from ")
     assert first["x_ChargeKind"] == "gpu" and first["x_Allocation"] == "usage"
-    assert json.loads(first["Tags"]) == {"project": "p1", "bucket": "project", "gpu_model": "A100",
-                                         "charge_kind": "gpu", "allocation": "usage"}
+    assert json.loads(first["Tags"]) == {"project": "p1", "yolocost/bucket": "project", "yolocost/gpu_model": "A100",
+                                         "yolocost/charge_kind": "gpu", "yolocost/allocation": "usage"}
     # p2: 3 rows of 300 s = 0.25 GPU-hours, all idle (util 2 %): idle cost is its whole cost,
     # exact 0.015; the row bills 0.01 (p2's cent, see the hierarchy) and idle is never more
     # than the cost it is part of (rounded alone, 0.015 would print 0.02)
@@ -262,7 +262,7 @@ def test_energy_is_a_charge_row_of_its_own(built_db):
         ("gpu", "0.01", "0.005000000", "0.083333333", "GPU-Hours", "0.06", "A100"),
         ("energy", "0.21", "0.210000000", "1.000000000", "kWh", "0.21", "Energy"),
     ]
-    assert energy["x_GpuModel"] == "A100" and energy["SkuPriceId"].startswith("energy from ")
+    assert energy["x_GpuModel"] == "A100" and energy["SkuPriceId"] == "Energy" and energy["x_PricePeriod"].startswith("energy from ")
     assert energy["ChargeDescription"] == "Energy drawn by A100 for project p1 on 2026-03-02"
     assert energy["x_IdleCost"] == "" and gpu["x_IdleCost"] == "0.00"
     for row in rows:
@@ -406,12 +406,12 @@ def test_sample_month_has_every_focus_column_and_the_finance_grain(sample_db, sa
     assert set(MANDATORY) <= set(header)
     daily = sample_db.query("SELECT project, gpu_model, day FROM mart_daily WHERE month = '2026-10'")
     charges = sample_db.value("SELECT count(*) FROM ledger_charges WHERE month = '2026-10'")
-    keys = [(r["SubAccountId"], r["x_GpuModel"], r["x_ChargeDate"], r["x_ChargeKind"], r["SkuPriceId"]) for r in rows]
+    keys = [(r["SubAccountId"], r["x_GpuModel"], r["x_ChargeDate"], r["x_ChargeKind"], r["x_PricePeriod"]) for r in rows]
     assert len(keys) == len(set(keys)) == charges == result.rows
     assert {k[:3] for k in keys} == {(d["project"], d["gpu_model"], d["day"].isoformat()) for d in daily}
     assert {r["x_ChargeKind"] for r in rows} == {"gpu", "energy"}
     # the A100 price changes on 15 Oct (sample config): two price periods, each billed at its price
-    a100 = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows if r["SkuId"].startswith("NVIDIA A100")}
+    a100 = {(r["x_PricePeriod"], r["ListUnitPrice"]) for r in rows if r["SkuId"].startswith("NVIDIA A100")}
     assert len(a100) == 2
     assert {r["x_Bucket"] for r in rows} == {"project", "unlabeled", "unallocated"}
     assert len({r["x_ChargeDate"] for r in rows}) == 31
@@ -569,7 +569,7 @@ def test_every_row_of_the_sample_month_multiplies_out(sample_db, version, tmp_pa
     rows = _export_rows(sample_db, "2026-10", version, tmp_path)
     assert_rows_multiply_out(rows, _intervals_per_day(sample_db, "2026-10"), CENT)
     # the A100 price changes on 15 Oct: the day's rows are split at it, each at its own price
-    a100 = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows
+    a100 = {(r["x_PricePeriod"], r["ListUnitPrice"]) for r in rows
             if r["x_GpuModel"].startswith("NVIDIA A100") and r["x_ChargeKind"] == "gpu"}
     assert a100 == {("NVIDIA A100-SXM4-80GB from 2026-01-01", "2.93"), ("NVIDIA A100-SXM4-80GB from 2026-10-15", "2.61")}
 
@@ -578,7 +578,7 @@ def test_every_row_of_the_sample_month_multiplies_out(sample_db, version, tmp_pa
 def test_every_row_of_a_mixed_month_multiplies_out(mixed_db, version, tmp_path):
     rows = _export_rows(mixed_db, "2026-03", version, tmp_path)
     assert_rows_multiply_out(rows, _intervals_per_day(mixed_db, "2026-03"), CENT)
-    prices = {(r["SkuPriceId"], r["ListUnitPrice"]) for r in rows}
+    prices = {(r["x_PricePeriod"], r["ListUnitPrice"]) for r in rows}
     assert ("A100 from 2026-01-01", "2.93") in prices and ("A100 from 2026-03-03", "2.61") in prices
     assert ("A100 1g.10gb from 2026-01-01", "0.55") in prices and ("energy from 1970-01-01", "0.21") in prices
 
@@ -601,7 +601,7 @@ def test_sku_columns_name_the_meter_the_price_and_its_properties(mixed_db, tmp_p
     # 1.285714290 h; 4.285714290 GPU-hours in all
     p2 = [r for r in rows if r["SubAccountId"] == "p2" and r["x_ChargeKind"] == "gpu" and r["x_ChargeDate"] == "2026-03-02"
           and r["x_Allocation"] == "usage"]
-    assert [(r["SkuPriceId"], r["PricingQuantity"]) for r in p2] == [("A100 from 2026-01-01", "4.285714290")]
+    assert [(r["x_PricePeriod"], r["PricingQuantity"]) for r in p2] == [("A100 from 2026-01-01", "4.285714290")]
 
 
 def _origins(rows: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
@@ -626,7 +626,7 @@ def test_focus_13_allocates_each_gpu_models_daily_capacity_exactly(mixed_db, tmp
     assert len(rows12) == len(rows13)
     flat = defaultdict(D)
     for r in rows12:
-        flat[(r["x_ChargeDate"], r["x_GpuModel"], r["x_ChargeKind"], r["SkuPriceId"])] += D(r["BilledCost"])
+        flat[(r["x_ChargeDate"], r["x_GpuModel"], r["x_ChargeKind"], r["x_PricePeriod"])] += D(r["BilledCost"])
     origins = _origins(rows13)
     assert len(origins) == len(flat)
     shared_policy = mixed_db.config.unallocated_policy == "proportional"
@@ -635,7 +635,7 @@ def test_focus_13_allocates_each_gpu_models_daily_capacity_exactly(mixed_db, tmp
         assert sum(d["Elements"][0]["AllocatedRatio"] for d in ratios) == 1, origin
         assert {d["x_OriginChargeId"] for d in ratios} == {origin}
         first = members[0]
-        key = (first["x_ChargeDate"], first["x_GpuModel"], first["x_ChargeKind"], first["SkuPriceId"])
+        key = (first["x_ChargeDate"], first["x_GpuModel"], first["x_ChargeKind"], first["x_PricePeriod"])
         assert sum(D(r["BilledCost"]) for r in members) == flat[key], origin
         for column in first:
             if column.startswith("x_") or column in FOCUS_13_ALLOCATED or column in SUMMABLE:
@@ -646,15 +646,16 @@ def test_focus_13_allocates_each_gpu_models_daily_capacity_exactly(mixed_db, tmp
             assert element["UsageQuantity"] == D(r["PricingQuantity"]) and element["UsageUnit"] == r["PricingUnit"]
             unallocated = r["x_Bucket"] == "unallocated"
             assert (r["AllocatedResourceId"] == "") == unallocated and r["AllocatedResourceName"] == r["AllocatedResourceId"]
-            tags = json.loads(r["AllocatedTags"])
-            assert tags["project"] == (r["AllocatedResourceId"] or "(unallocated)")
+            tags = json.loads(r["AllocatedTags"])  # the job's own label only: none made up for the others
+            assert tags.get("project") == (r["AllocatedResourceId"] if r["x_Bucket"] == "project" else None)
+            assert tags["yolocost/bucket"] == r["x_Bucket"] and tags["yolocost/allocation"] == r["x_Allocation"]
         kinds = {r["x_Allocation"] for r in members}
         shared = "share of unallocated capacity" in kinds
         assert shared <= shared_policy
         assert {r["AllocatedMethodId"] for r in members} == {
             ("HeldGpuTime" if first["x_ChargeKind"] == "gpu" else "MeteredEnergy") + ("UnallocatedShared" if shared else "")}
-        assert first["SubAccountId"] == "" and json.loads(first["Tags"]) == {"gpu_model": first["x_GpuModel"],
-                                                                              "charge_kind": first["x_ChargeKind"]}
+        assert first["SubAccountId"] == "" and json.loads(first["Tags"]) == {
+            "yolocost/gpu_model": first["x_GpuModel"], "yolocost/charge_kind": first["x_ChargeKind"]}
     payers = defaultdict(D)
     for r in rows13:
         payers[r["AllocatedResourceName"] or "(unallocated)"] += D(r["BilledCost"])

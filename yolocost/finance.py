@@ -23,9 +23,10 @@ FOCUS decisions (dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requir
 * GPU time and energy are separate rows (x_ChargeKind gpu | energy; SkuMeter "GPU Time" |
   "Energy"), and a price change splits a day's rows. One price per row: ListUnitPrice =
   ContractedUnitPrice = the configured price per GPU-hour (PricingUnit "GPU-Hours") or per kWh
-  (PricingUnit "kWh") as configured, SkuPriceId names the price period ('<price key> from
-  <date the price took effect>', 'energy from <date>'; the reports' price table shows the same
-  id), SkuPriceDetails {"GpuCount": 1} for a GPU-hour ({"x_MigProfile": ...} for an explicitly
+  (PricingUnit "kWh") as configured; SkuPriceId names the SKU price without amount or dates,
+  as FOCUS requires (the GPU model or priced MIG profile, '<model> at the default price',
+  'Energy'), x_PricePeriod the price period ('<price key> from <date the price took effect>',
+  'energy from <date>'; the reports' price table shows the same id); SkuPriceDetails {"GpuCount": 1} for a GPU-hour ({"x_MigProfile": ...} for an explicitly
   priced MIG profile; null for energy). BilledCost = ListCost = ContractedCost = EffectiveCost
   = the row's cents.
 * PricingQuantity = ConsumedQuantity: GPU-hours (MIG instances as their share of a GPU) or
@@ -41,14 +42,15 @@ FOCUS decisions (dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requir
   chargeback: the cluster's operators provide, publish and charge).
 * 1.2: SubAccountId = SubAccountName = the project, `(unlabeled)` or `(unallocated)`;
   SubAccountType "Project". SkuId = the GPU model (or MIG profile priced on its own) for GPU
-  time, "Energy" for energy. Tags: the row's accounting labels as a JSON object (project,
-  bucket, gpu_model, charge_kind, allocation).
+  time, "Energy" for energy. Tags: the row's labels as a JSON object: the job's `project`
+  label (rows of a project only) and yolocost's own keys, prefixed `yolocost/` as FOCUS asks
+  of provider-defined tags (bucket, allocation, gpu_model, charge_kind).
 * 1.3: each row is an allocated charge of an origin charge, one GPU model's capacity of one
   local day at one price (GPU time or energy; x_OriginChargeId names it). FOCUS columns take
-  the origin's values (ChargeDescription, Tags {gpu_model, charge_kind}, SubAccount* null: the
+  the origin's values (ChargeDescription, Tags {yolocost/gpu_model, yolocost/charge_kind}, SubAccount* null: the
   capacity is the cluster's), the allocation columns name the payer: AllocatedResourceId =
   AllocatedResourceName = the project or `(unlabeled)`, null for capacity nobody held;
-  AllocatedTags {project, bucket, allocation}; AllocatedMethodId HeldGpuTime | MeteredEnergy
+  AllocatedTags {project (a project's rows only), yolocost/bucket, yolocost/allocation}; AllocatedMethodId HeldGpuTime | MeteredEnergy
   (…UnallocatedShared where capacity nobody held was shared); AllocatedMethodDetails
   {"Elements": [{AllocatedRatio, UsageUnit, UsageQuantity}], "x_OriginChargeId"}, the ratio
   the row's quantity over the origin's, 12 decimals, adding up to exactly 1 per origin.
@@ -62,7 +64,8 @@ FOCUS decisions (dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requir
   x_ImageTag (every image tag held that day on that GPU model, sorted, '; '-separated),
   x_EffectiveComputeDensity (busy / present seconds, 6 decimals), x_IdleGpuHours (held time
   under the idle threshold, 6 decimals) and x_IdleCost (its cents, the part of BilledCost the
-  reports call idle waste; GPU rows of held time only), x_UnroundedCost (exact, 9 decimals).
+  reports call idle waste; GPU rows of held time only), x_UnroundedCost (exact, 9 decimals),
+  x_PricePeriod.
 
 The file: UTF-8 without BOM, a header row, RFC 4180 (csv module, CRLF line ends, quotes where
 needed); text cells that a spreadsheet would run as a formula (= + - @, tab, CR first) get a
@@ -116,7 +119,7 @@ FOCUS_13_COLUMNS = (
 )
 X_COLUMNS = (
     "x_Bucket", "x_ChargeKind", "x_Allocation", "x_GpuModel", "x_ChargeDate", "x_TimeZone", "x_Jobs",
-    "x_ImageTag", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_UnroundedCost",
+    "x_ImageTag", "x_EffectiveComputeDensity", "x_IdleGpuHours", "x_IdleCost", "x_UnroundedCost", "x_PricePeriod",
 )
 COLUMNS = FOCUS_MANDATORY_COLUMNS + FOCUS_OTHER_COLUMNS + X_COLUMNS
 COLUMNS_13 = FOCUS_MANDATORY_COLUMNS + FOCUS_OTHER_COLUMNS + FOCUS_13_COLUMNS + X_COLUMNS + ("x_OriginChargeId",)
@@ -302,9 +305,27 @@ def _json(value: dict) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+TAG_PREFIX = "yolocost/"  # FOCUS: tags yolocost defines carry its own key prefix; the job's `project` label does not
+
+
+def _payer_tags(row: ledger.Charge) -> dict:
+    """The payer's tags: the job's own `project` label where it has one (never a made-up value
+    for jobs without it or capacity nobody held), and yolocost's bucket and allocation."""
+    tags = {f"{TAG_PREFIX}bucket": row.bucket, f"{TAG_PREFIX}allocation": ALLOCATION_LABELS[row.allocation]}
+    if row.bucket == "project":
+        tags["project"] = row.project
+    return tags
+
+
+def _origin_tags(row: ledger.Charge) -> dict:
+    return {f"{TAG_PREFIX}gpu_model": row.gpu_model, f"{TAG_PREFIX}charge_kind": row.charge_kind}
+
+
 def _tags(row: ledger.Charge) -> str:
-    return _json({"project": row.project, "bucket": row.bucket, "gpu_model": row.gpu_model,
-                  "charge_kind": row.charge_kind, "allocation": ALLOCATION_LABELS[row.allocation]})
+    return _json({**_payer_tags(row), **_origin_tags(row)})
+
+
+DEFAULT_PRICE_KEY = "*"
 
 
 def price_key(row: ledger.Charge) -> str:
@@ -318,6 +339,16 @@ def _sku_id(row: ledger.Charge) -> str:
         return "Energy"
     key = price_key(row)
     return key if key.startswith(row.gpu_model + " ") else row.gpu_model
+
+
+def _sku_price_id(row: ledger.Charge) -> str:
+    """FOCUS's SkuPriceId: the SKU price without its amount or dates (which FOCUS excludes, so
+    the id stays the same across a price change and billing periods and the change shows in
+    ListUnitPrice): the GPU model or explicitly priced MIG profile, the model 'at the default
+    price', 'Energy'. The price period is x_PricePeriod."""
+    if row.charge_kind == "energy":
+        return "Energy"
+    return f"{row.gpu_model} at the default price" if price_key(row) == DEFAULT_PRICE_KEY else _sku_id(row)
 
 
 def _sku_price_details(row: ledger.Charge) -> str:
@@ -376,7 +407,7 @@ def _allocation_columns(data: MonthCents) -> dict[int, dict[str, str]]:
         shared = any(r.allocation == ledger.SHARE for r in rows)
         method = ALLOCATION_METHODS[(rows[0].charge_kind, shared)]
         origin = origin_charge_id(rows[0])
-        tags = _json({"gpu_model": rows[0].gpu_model, "charge_kind": rows[0].charge_kind})
+        tags = _json(_origin_tags(rows[0]))
         for i, row, ratio in zip(members, rows, allocated_ratios(rows)):
             held = row.bucket != "unallocated"
             details = {"Elements": [{"AllocatedRatio": _Number(ratio.quantize(_RATIO)), "UsageUnit": row.pricing_unit,
@@ -390,8 +421,7 @@ def _allocation_columns(data: MonthCents) -> dict[int, dict[str, str]]:
                 "AllocatedMethodDetails": _json_numbers(details),
                 "AllocatedResourceId": row.project if held else "",
                 "AllocatedResourceName": row.project if held else "",
-                "AllocatedTags": _json({"project": row.project, "bucket": row.bucket,
-                                        "allocation": ALLOCATION_LABELS[row.allocation]}),
+                "AllocatedTags": _json(_payer_tags(row)),
                 "x_OriginChargeId": origin,
             }
     return out
@@ -478,7 +508,7 @@ def focus_rows(data: MonthCents, version: str = DEFAULT_FOCUS_VERSION) -> list[d
             "SkuId": _sku_id(row),
             "SkuMeter": SKU_METERS[row.charge_kind],
             "SkuPriceDetails": _sku_price_details(row),
-            "SkuPriceId": row.sku_price_id,
+            "SkuPriceId": _sku_price_id(row),
             "SubAccountId": row.project,
             "SubAccountName": row.project,
             "SubAccountType": "Project",
@@ -498,6 +528,7 @@ def focus_rows(data: MonthCents, version: str = DEFAULT_FOCUS_VERSION) -> list[d
             "x_IdleGpuHours": _fixed(Decimal(row.idle_gpu_seconds or 0) / 3600, _MICRO) if idle else "",
             "x_IdleCost": _fixed(row.idle_cost or 0, cent) if idle else "",
             "x_UnroundedCost": _fixed(row.exact_cost, _NANO),
+            "x_PricePeriod": row.sku_price_id,
         }
         cells.update(allocation.get(i, {}))
         out.append({c: cells[c] for c in COLUMNS_BY_VERSION[version]})

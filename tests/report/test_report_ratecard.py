@@ -116,9 +116,9 @@ def test_the_page_shows_prices_and_totals_with_the_currency(con, sample_db, tmp_
         assert cells and all(c.endswith(" USD") for c in cells), cells
 
 
-def test_every_sku_price_id_of_the_finance_csv_is_a_price_id_on_the_card(con, sample_db, tmp_path):
-    """Finance joins the CSV to the report's price table by SkuPriceId: the A100 price set on
-    2026-01-01 is shown from the month's first day, and its Price ID is the CSV's, 'from
+def test_every_price_period_of_the_finance_csv_is_on_the_card(con, sample_db, tmp_path):
+    """Finance joins the CSV to the report's price table by x_PricePeriod: the A100 price set on
+    2026-01-01 is shown from the month's first day, and its price period is the CSV's, 'from
     2026-01-01'."""
     import csv
 
@@ -128,7 +128,7 @@ def test_every_sku_price_id_of_the_finance_csv_is_a_price_id_on_the_card(con, sa
     shown = set(re.findall(r'<td class="l">([^<]* from \d{4}-\d\d-\d\d)</td>', section))
     exported = finance.export_finance(config, MONTH, tmp_path / "finance.csv")
     with open(exported.path, encoding="utf-8", newline="") as handle:
-        ids = {row["SkuPriceId"] for row in csv.DictReader(handle)}
+        ids = {row["x_PricePeriod"] for row in csv.DictReader(handle)}
     assert f"{A100} from 2026-01-01" in ids and f"{A100} from 2026-10-15" in ids and "energy from 2026-01-01" in ids
     assert ids <= shown, ids - shown
 
