@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine (see README):
 #   make demo   install yolocost into .venv and run it on the bundled sample month
 #   make test   install what the tests need and run the whole suite
+#   make focus-validator   the FinOps Foundation's FOCUS validator in a venv of its own (.venv-focus)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -13,7 +14,17 @@ TEST_DEBS ?= prometheus:prometheus prometheus:promtool victoria-metrics:victoria
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test install install-test test-deps clean
+# The FinOps Foundation's focus-validator checks the finance CSV (tests/test_focus_validator.py,
+# docs/focus-validator.md). Its 2.x releases need Python 3.12 (pip on 3.11 silently installs
+# 1.0.0), so it lives in a venv of its own. 2.2.1 pins numpy below 2 but takes any pyarrow,
+# and pyarrow 22 needs numpy 2: hence the pins. PYTHON312=/path/to/python3.12 names the Python;
+# else python3.12 on PATH, else pyenv's 3.12.
+FOCUS_VENV ?= .venv-focus
+FOCUS_VALIDATOR_VERSION := 2.2.1
+FOCUS_VALIDATOR_PINS := focus-validator==$(FOCUS_VALIDATOR_VERSION) 'pyarrow<22' 'numpy<2'
+PYTHON312 ?=
+
+.PHONY: demo test install install-test test-deps focus-validator clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +55,35 @@ test-deps:
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-test: install-test test-deps
-	$(BIN)/python -m pytest
+# a no-op when the venv already holds focus-validator $(FOCUS_VALIDATOR_VERSION) and it imports
+focus-validator:
+	@if $(FOCUS_VENV)/bin/python -c 'import importlib.metadata as m; \
+		assert m.version("focus-validator") == "$(FOCUS_VALIDATOR_VERSION)"; import focus_validator.main' \
+		>/dev/null 2>&1; then exit 0; fi; \
+	py="$(PYTHON312)"; \
+	if [ -z "$$py" ]; then \
+		for cand in python3.12 "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 \
+				"$$HOME"/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+			if "$$cand" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; then \
+				py="$$cand"; break; fi; \
+		done; \
+	fi; \
+	if [ -z "$$py" ] || ! "$$py" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; then \
+		echo "make focus-validator: no Python 3.12 found$${py:+ ($$py is not a Python 3.12 with venv)}." >&2; \
+		echo "  focus-validator $(FOCUS_VALIDATOR_VERSION) needs Python 3.12 (pip on 3.11 silently installs 1.0.0)." >&2; \
+		echo "  Install it (e.g. pyenv install 3.12, or apt-get install python3.12-venv) or name it:" >&2; \
+		echo "  make focus-validator PYTHON312=/path/to/python3.12" >&2; \
+		exit 1; \
+	fi; \
+	echo "installing focus-validator $(FOCUS_VALIDATOR_VERSION) into $(FOCUS_VENV) with $$py"; \
+	rm -rf $(FOCUS_VENV) && "$$py" -m venv $(FOCUS_VENV) && \
+	$(FOCUS_VENV)/bin/python -m pip install --quiet --upgrade pip && \
+	$(FOCUS_VENV)/bin/python -m pip install --quiet $(FOCUS_VALIDATOR_PINS) && \
+	$(FOCUS_VENV)/bin/python -c 'import focus_validator.main'
+
+# tests/focuscheck.py finds the validator's venv through FOCUS_VALIDATOR_VENV
+test: install-test test-deps focus-validator
+	FOCUS_VALIDATOR_VENV=$(abspath $(FOCUS_VENV)) $(BIN)/python -m pytest
 
 clean:
-	rm -rf $(VENV) yolocost-demo .pytest_cache
+	rm -rf $(VENV) $(FOCUS_VENV) yolocost-demo .pytest_cache
