@@ -671,3 +671,28 @@ def test_focus_version_is_checked(built_db, tmp_path):
     with pytest.raises(YolocostError, match="FOCUS version '1.4' is not one yolocost writes"):
         export_finance(db.config, "2026-03", tmp_path / "f.csv", focus_version="1.4")
     assert not (tmp_path / "f.csv").exists()
+
+
+def test_the_configured_focus_version_is_what_report_and_export_write(built_db, tmp_path):
+    """[reports] focus_version = "1.3": `report` writes the month folder's CSV in 1.3, `export
+    finance` without --focus-version writes the same bytes, and --focus-version 1.2 still gives 1.2."""
+    from yolocost.report import render_reports
+
+    db = hierarchy_db(built_db, reports={"focus_version": "1.3", "output_dir": str(tmp_path / "reports")})
+    assert db.config.focus_version == "1.3"
+    render_reports(db.config, "2026-03", ["admin"], ["csv"])
+    folder_csv = tmp_path / "reports" / "2026-03" / "finance-2026-03.csv"
+    exported = export_finance(db.config, "2026-03", tmp_path / "export.csv")
+    assert folder_csv.read_bytes() == exported.path.read_bytes()
+    header = read_csv(exported.path)[0]
+    assert "AllocatedMethodId" in header and "HostProviderName" in header
+    header12 = read_csv(export_finance(db.config, "2026-03", tmp_path / "f12.csv", focus_version="1.2").path)[0]
+    assert "AllocatedMethodId" not in header12 and header12[:len(finance.COLUMNS)] == list(finance.COLUMNS)
+
+
+def test_an_unknown_configured_focus_version_is_one_config_error(tmp_path):
+    from builders import make_config
+    from yolocost.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"reports.focus_version: must be 1.2 or 1.3, got '1.4'"):
+        make_config(tmp_path, reports={"focus_version": "1.4"})

@@ -766,9 +766,10 @@ def export_group():
               help="CSV file (default: <reports output_dir>/YYYY-MM/finance-YYYY-MM.csv, where whatever has the "
                    "name is replaced); replaced atomically, a symlink written through, a device such as /dev/stdout "
                    "written in place.")
-@click.option("--focus-version", default="1.2", show_default=True, metavar="1.2|1.3",
-              help="FOCUS version of the columns: 1.3 adds the providers' split and splits each GPU model's "
-                   "capacity of a day over the projects in FOCUS's allocation columns (docs/finance-csv.md).")
+@click.option("--focus-version", metavar="1.2|1.3",
+              help="FOCUS version of the columns (default: [reports] focus_version, else 1.2): 1.3 adds the "
+                   "providers' split and splits each GPU model's capacity of a day over the projects in "
+                   "FOCUS's allocation columns (docs/finance-csv.md).")
 @pass_state
 def export_finance_command(state: State, month, out, focus_version):
     """Write a month's finance CSV in FOCUS columns, one row per day x project x GPU model.
@@ -787,7 +788,8 @@ def export_finance_command(state: State, month, out, focus_version):
     from .finance import export_finance as run_export
     from .outputs import is_stdout
 
-    check_focus_version(focus_version)
+    if focus_version is not None:
+        check_focus_version(focus_version)
     if out:
         _refuse_folder(out)
     _require_database(state.config)

@@ -37,6 +37,7 @@ DEFAULT_CONFIG_NAME = "yolocost.toml"
 # per GPU-hour or kWh: int_usage_priced's exact cost arithmetic (price in micro-units times
 # a remainder below 3,600,000) stays in BIGINT below this
 MAX_PRICE = Decimal(10) ** 6
+FOCUS_VERSIONS = ("1.2", "1.3")  # the finance CSV's FOCUS versions (yolocost.finance)
 DEFAULT_TAG_PATTERN = r"^[a-z0-9]+-yolo[a-z0-9]+-[a-z0-9]+-cu[0-9]+$"
 
 # Ranges of the numeric settings that have no narrower rule below (yolocost.example.toml
@@ -135,6 +136,7 @@ class Config:
     unallocated_policy: str = "none"  # [allocation] unallocated: none | proportional (yolocost.ledger)
     report_dir: Path = Path("reports")
     reports_private: bool = False  # [reports] private: month folders 0700, their files 0600
+    focus_version: str = "1.2"  # [reports] focus_version: the finance CSV's FOCUS version (yolocost.finance)
     templates_dir: Path | None = None
     tag_pattern: str = DEFAULT_TAG_PATTERN
     default_price_per_gpu_hour: Decimal | None = None
@@ -357,11 +359,14 @@ class _Parser:
         if size > MEMORY_LIMIT_BYTES[1]:  # DuckDB refuses its own maximum with a parser error
             raise self.fail("database.memory_limit", f"must be at most 1000TB, got {memory_limit!r}")
         ingest = self.table(data, "ingest", {"grain_seconds", "retention_days", "utilization"})
-        reports = self.table(data, "reports", {"output_dir", "templates_dir", "private"})
+        reports = self.table(data, "reports", {"output_dir", "templates_dir", "private", "focus_version"})
         policy = self.table(data, "tag_policy", {"pattern"})
         pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
         allocation = self.table(data, "allocation", {"unallocated"})
         unallocated_policy = self.get(allocation, "allocation", "unallocated", self.string, "none")
+        focus_version = self.get(reports, "reports", "focus_version", self.string, "1.2")
+        if focus_version not in FOCUS_VERSIONS:
+            raise self.fail("reports.focus_version", f"must be {' or '.join(FOCUS_VERSIONS)}, got {focus_version!r}")
         if unallocated_policy not in ("none", "proportional"):
             raise self.fail("allocation.unallocated", f"must be none or proportional, got {unallocated_policy!r}")
 
@@ -426,6 +431,7 @@ class _Parser:
             report_dir=self.get(reports, "reports", "output_dir", self.path, self.base / "reports"),
             templates_dir=self.get(reports, "reports", "templates_dir", self.path, None),
             reports_private=self.get(reports, "reports", "private", self.boolean, False),
+            focus_version=focus_version,
             tag_pattern=pattern,
             default_price_per_gpu_hour=default_price,
             prices=self.prices(data.get("prices", [])),

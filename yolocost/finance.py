@@ -92,13 +92,12 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from . import db, ledger, money, months
-from .config import Config
+from .config import FOCUS_VERSIONS, Config
 from .errors import YolocostError
 from .money import minor_unit
 from .outputs import write_in_own_folder, write_output
 from .queries import csv_safe
 
-FOCUS_VERSIONS = ("1.2", "1.3")
 DEFAULT_FOCUS_VERSION = "1.2"  # the version focus-validator can check offline (docs/focus-validator.md)
 
 FOCUS_MANDATORY_COLUMNS = (
@@ -613,12 +612,12 @@ def partial_month_warning(data: MonthCents) -> str | None:
 
 
 def export_finance(config: Config, month: str, out: Path | None = None,
-                   focus_version: str = DEFAULT_FOCUS_VERSION) -> FinanceExport:
-    """Write the finance CSV of `month` (YYYY-MM) in FOCUS `focus_version` from config.database
-    to `out` (default: default_path(config, month)); returns the path, row count and
-    BilledCost total."""
+                   focus_version: str | None = None) -> FinanceExport:
+    """Write the finance CSV of `month` (YYYY-MM) in FOCUS `focus_version` (default: the
+    config's [reports] focus_version) from config.database to `out` (default:
+    default_path(config, month)); returns the path, row count and BilledCost total."""
     check_month(month)
-    check_focus_version(focus_version)
+    focus_version = check_focus_version(focus_version or config.focus_version)
     path = Path(out) if out is not None else default_path(config, month)
     con = db.connect(config.database, read_only=True)
     try:

@@ -320,7 +320,7 @@ def _read_extras(con, config: Config, month: str, formats: Sequence[str], progre
         extras["summary"] = summary.summary_context(con, config, month)
     if "csv" in formats:
         progress("rounding the finance CSV")
-        extras["csv"] = finance.finance_csv(con, month, finance.default_path(config, month))
+        extras["csv"] = finance.finance_csv(con, month, finance.default_path(config, month), config.focus_version)
     if "index" in formats:
         totals = summary.ledger_month(con, month)
         extras["index"] = {
