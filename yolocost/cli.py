@@ -704,8 +704,10 @@ def sample():
 @click.option("--month", default=None, metavar="YYYY-MM", help="Month to generate (default: 2026-10).")
 @click.option("--timezone", default=None, help="Cluster time zone (default: Europe/Berlin).")
 @click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (above 0, at most 200; 20 ≈ 1,000 GPUs).")
+@click.option("--zombies", type=click.IntRange(0, 1000), default=0, show_default=True,
+              help="Plant this many zombie jobs (idle GPUs, no progress; listed in the ground truth's incidents).")
 @pass_state
-def sample_generate(state: State, out_dir, seed, month, timezone, scale):
+def sample_generate(state: State, out_dir, seed, month, timezone, scale, zombies):
     """Generate a synthetic cluster month: raw Parquet tables and ground_truth.json.
 
     Deterministic for a seed: the bundled sample_data/ is `--seed` default, month 2026-10.
@@ -718,7 +720,7 @@ def sample_generate(state: State, out_dir, seed, month, timezone, scale):
     from . import synth
 
     kwargs = {k: v for k, v in {"seed": seed, "month": month, "timezone": timezone}.items() if v is not None}
-    synth.generate(Path(out_dir), scale=scale, progress=state.log, **kwargs)
+    synth.generate(Path(out_dir), scale=scale, progress=state.log, zombies=zombies, **kwargs)
     click.echo(f"wrote the synthetic month to {out_dir}")
 
 

@@ -120,6 +120,9 @@ class Policies:
     idle_reclaim_minutes: float = 5.0  # release a job after this long quiet
     idle_reclaim_util_percent: float = 5.0  # quiet: the job's utilization under this, no epoch ending
     idle_reclaim_protect_minutes: float = 15.0  # before each epoch end and after the last: validation, checkpoint
+    # start-up grace: nothing is quiet until the job's first epoch ends (data loading, caching,
+    # warm-up), for at most this long after its start; chosen by measurement (BENCHMARKS.md)
+    idle_reclaim_startup_grace_minutes: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -511,7 +514,7 @@ class _Parser:
         for key, value in tbl.items():
             if key.endswith("_percent"):
                 values[key] = self.number(f"policies.{key}", value, 0, 100)
-            elif key == "idle_reclaim_protect_minutes":
+            elif key in ("idle_reclaim_protect_minutes", "idle_reclaim_startup_grace_minutes"):
                 values[key] = self.number(f"policies.{key}", value, 0, 24 * 60)
             else:
                 values[key] = self.number(f"policies.{key}", value, 1, 24 * 60 * 31)

@@ -315,13 +315,13 @@ def settings_row(config: Config) -> tuple:
             t.busy_util_percent, t.idle_util_percent, t.breaker_util_percent,
             t.breaker_loss_delta, t.breaker_min_hours * 3600, config.tag_pattern,
             config.unallocated_policy, p.idle_reclaim_minutes * 60, p.idle_reclaim_util_percent,
-            p.idle_reclaim_protect_minutes * 60)
+            p.idle_reclaim_protect_minutes * 60, p.idle_reclaim_startup_grace_minutes * 60)
 
 
 SETTINGS_COLUMNS = ("cluster", "timezone", "currency", "grain_seconds", "busy_util_percent", "idle_util_percent",
                     "breaker_util_percent", "breaker_loss_delta", "breaker_min_seconds", "tag_pattern",
                     "unallocated_policy", "idle_reclaim_seconds", "idle_reclaim_util_percent",
-                    "idle_reclaim_protect_seconds")
+                    "idle_reclaim_protect_seconds", "idle_reclaim_grace_seconds")
 
 
 def price_rows(config: Config) -> list[tuple]:

@@ -201,6 +201,7 @@ _SETTING_KEYS = {
     "unallocated_policy": ("allocation.unallocated", 1), "idle_reclaim_seconds": ("policies.idle_reclaim_minutes", 60),
     "idle_reclaim_util_percent": ("policies.idle_reclaim_util_percent", 1),
     "idle_reclaim_protect_seconds": ("policies.idle_reclaim_protect_minutes", 60),
+    "idle_reclaim_grace_seconds": ("policies.idle_reclaim_startup_grace_minutes", 60),
 }
 MODELS = "model definitions"
 
@@ -394,7 +395,9 @@ def _with_settings(config: Config, s: dict) -> Config:
         p, idle_reclaim_minutes=s["idle_reclaim_seconds"] / 60 if "idle_reclaim_seconds" in s else p.idle_reclaim_minutes,
         idle_reclaim_util_percent=s.get("idle_reclaim_util_percent", p.idle_reclaim_util_percent),
         idle_reclaim_protect_minutes=(s["idle_reclaim_protect_seconds"] / 60 if "idle_reclaim_protect_seconds" in s
-                                      else p.idle_reclaim_protect_minutes))
+                                      else p.idle_reclaim_protect_minutes),
+        idle_reclaim_startup_grace_minutes=(s["idle_reclaim_grace_seconds"] / 60 if "idle_reclaim_grace_seconds" in s
+                                            else p.idle_reclaim_startup_grace_minutes))
     return dataclasses.replace(
         config, cluster=s.get("cluster", config.cluster), timezone=s.get("timezone", config.timezone),
         currency=s.get("currency", config.currency), grain_seconds=s.get("grain_seconds", config.grain_seconds),

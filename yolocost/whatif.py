@@ -6,7 +6,10 @@ are by-month marts, so an archived month answers from its archive. Money stays D
 the end: each stopped job's saving is rounded to the cent on its own (half up, through
 yolocost.money), so a job shows the same cents in the command, the admin report and its
 project's report, a project's figure is the sum of its jobs' cents and a policy's total the
-sum of its projects'. GPU-hours are rounded to 0.1 h the same way. `yolocost whatif` and the
+sum of its projects'. GPU-hours are rounded to 0.1 h the same way. The headline figure is the
+saving net of false positives (`net_cost`: the stops after which the job's training did not
+improve; a false stop saves nothing), always shown with the false-positive count and the
+gross figure (`cost`, every stop). `yolocost whatif` and the
 reports' "What policies would have saved" section both use `collect`.
 """
 
@@ -74,17 +77,25 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
         for j in jobs:
             row = projects.setdefault(j["project"], {"project": j["project"], "bucket": j["bucket"], "jobs_stopped": 0,
                                                      "false_positives": 0, "gpu_hours": Decimal("0.0"),
-                                                     "cost": money.round_cents(0, places)})
+                                                     "cost": money.round_cents(0, places),
+                                                     "net_gpu_hours": Decimal("0.0"),
+                                                     "net_cost": money.round_cents(0, places)})
             row["jobs_stopped"] += 1
             row["false_positives"] += bool(j["false_positive"])
             row["gpu_hours"] += j["gpu_hours"]
             row["cost"] += j["cost"]
-        by_project = sorted(projects.values(), key=lambda r: (-r["cost"], -r["gpu_hours"], r["project"]))
+            if not j["false_positive"]:  # a false stop saves nothing: the job would have been rerun
+                row["net_gpu_hours"] += j["gpu_hours"]
+                row["net_cost"] += j["cost"]
+        by_project = sorted(projects.values(),
+                            key=lambda r: (-r["net_cost"], -r["cost"], -r["gpu_hours"], r["project"]))
         out.append({
             "policy": p["policy"], "title": TITLES.get(p["policy"], p["policy"]), "rule": p["rule"],
             "jobs_stopped": len(jobs), "false_positives": sum(bool(j["false_positive"]) for j in jobs),
             "gpu_hours": sum((r["gpu_hours"] for r in by_project), Decimal("0.0")),
             "cost": sum((r["cost"] for r in by_project), money.round_cents(0, places)),
+            "net_gpu_hours": sum((r["net_gpu_hours"] for r in by_project), Decimal("0.0")),
+            "net_cost": sum((r["net_cost"] for r in by_project), money.round_cents(0, places)),
             "projects": by_project, "jobs": jobs if limit is None else jobs[:limit],
         })
     grain = policies[0]["grain_seconds"]
@@ -140,14 +151,17 @@ def to_table(result: dict) -> str:
         lines[2:2] = [f"Note: {result['note']}."]
     for p in result["policies"]:
         lines.append(f"{p['title']} ({p['policy']}): {p['rule']}")
-        lines.append(f"  would have stopped {p['jobs_stopped']} job(s), {p['false_positives']} of them false "
-                     f"positive(s) (training improved after the stop); saved {p['gpu_hours']} GPU-hours, "
-                     f"{_money(p['cost'])} {cur}")
+        lines.append(f"  would have saved {_money(p['net_cost'])} {cur} net of false positives "
+                     f"({p['net_gpu_hours']} GPU-hours): stopped {p['jobs_stopped']} job(s), "
+                     f"{p['false_positives']} of them false positive(s) (training improved after the stop; "
+                     f"their {_money(p['cost'] - p['net_cost'])} {cur} not counted); "
+                     f"gross {p['gpu_hours']} GPU-hours, {_money(p['cost'])} {cur}")
         if p["projects"]:
             lines.append("")
-            lines.append(table(["project", "jobs stopped", "false positives", "GPU-hours", f"saved {cur}"],
-                               [(r["project"], r["jobs_stopped"], r["false_positives"], r["gpu_hours"], r["cost"])
-                                for r in p["projects"]]).rstrip("\n"))
+            lines.append(table(["project", "jobs stopped", "false positives", f"net saved {cur}", "GPU-hours",
+                                f"gross {cur}"],
+                               [(r["project"], r["jobs_stopped"], r["false_positives"], r["net_cost"], r["gpu_hours"],
+                                 r["cost"]) for r in p["projects"]]).rstrip("\n"))
             shown = len(p["jobs"])
             lines.append("")
             lines.append(f"Top {shown} of {p['jobs_stopped']} jobs:" if shown < p["jobs_stopped"] else "Jobs:")

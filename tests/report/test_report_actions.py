@@ -1,5 +1,6 @@
-"""What to do: every action carries the money it is about, that money is the figure of the
-section it comes from, and the list is ranked by it."""
+"""What to do: every action carries the money it would save, computed by hand here from the
+figures of the section it comes from, and the list is ranked by it; what saves nothing (the
+tag policy) is listed apart, and no action contradicts another."""
 
 from __future__ import annotations
 
@@ -37,18 +38,28 @@ def _printed(value) -> Decimal:
 
 
 def _section_figure(report: dict, action: dict) -> Decimal:
-    """The amount each action must carry, computed from its section's data."""
+    """The saving each action must carry, computed from its section's data."""
     section = action["section"]
     if section == "idle_waste":
         return sum(_printed(j["idle_cost"]) for j in report["idle_waste"]["jobs"][:3])
-    if section == "density":  # the bands under 50 %
-        return sum(b["cents"] for b in report["density"]["bins"] if int(b["label"].split("–")[0]) < 50)
-    if section == "leaderboard":  # the runs of the configuration it names, at their printed mean cost
+    if section == "density":  # cost x (1 - density / 50 %) over the jobs under 50 %
+        return _printed(report["density"]["low_saving"])
+    if section == "leaderboard":  # the dearer configuration's runs at the cheaper one's cost per point
         named = [r for r in report["leaderboard"]
                  if f"of {r['model_type']} on {r['image_tag']} at" in action["basis"]]
         assert len(named) == 1, action["basis"]
-        return named[0]["runs"] * _printed(named[0]["mean_cost_per_run"])
-    return report[section]["cents"]  # breakers, tag_violations, unallocated: the section's total
+        worst = named[0]
+        best = next(r for r in report["leaderboard"] if action["title"].startswith(
+            f"Prefer {r['model_type']} on {r['image_tag']} for value"))
+        ratio = Decimal(repr(best["cost_per_map50_point"])) / Decimal(repr(worst["cost_per_map50_point"]))
+        return _printed(worst["runs"] * _printed(worst["mean_cost_per_run"]) * (1 - ratio))
+    if section == "breakers":  # the stretches whose job did not improve later
+        return sum((r["cents"] for r in report["breakers"]["rows"] if not r["improved_later"]), Decimal("0.00"))
+    if section == "policies":  # idle reclaim: the replay's saving net of false positives
+        idle = next(p for p in report["policies"]["policies"] if p["policy"] == "idle_reclaim")
+        return sum((j["cost"] for j in idle["jobs"] if not j["false_positive"]), Decimal("0.00"))
+    assert section == "unallocated", section  # the tag policy is never an action
+    return report[section]["cents"]
 
 
 def _check(report: dict) -> list[dict]:
@@ -58,21 +69,38 @@ def _check(report: dict) -> list[dict]:
     for a in got:
         assert isinstance(a["amount"], Decimal) and a["amount"] == a["amount"].quantize(CENT)
         assert a["amount"] == _section_figure(report, a), a["section"]
-        assert a["basis"] and a["title"] and a["detail"]
+        assert a["amount"] > 0 and a["basis"].startswith("saving = ") and a["title"] and a["detail"]
+    assert "tag_violations" not in {a["section"] for a in got}  # saves nothing: a policy note
+    if report["tag_violations"]["by_status"]:
+        assert [n["title"] for n in report["policy_notes"]] == ["Retag images that break the tag policy"]
+    # no contradiction: the configuration recommended for value is on a tag the tag policy accepts
+    rejected = {j["image_tag"] for j in report["tag_violations"]["jobs"]} if "jobs" in report["tag_violations"] else set()
+    for a in got:
+        if a["section"] == "leaderboard":
+            best = next(r for r in report["leaderboard"]
+                        if a["title"].startswith(f"Prefer {r['model_type']} on {r['image_tag']} for value"))
+            assert best["tag_ok"] and best["image_tag"] not in rejected, a["title"]
     return got
 
 
 def test_admin_actions_are_ranked_by_the_money_of_their_sections(con, sample_db):
     report = _collect(con, sample_db.config, None)
     got = _check(report)
-    assert {a["section"] for a in got} == {"idle_waste", "breakers", "tag_violations", "density", "leaderboard",
-                                           "unallocated"}
+    # the demo month: idle reclaim at its defaults stops nothing there, the tag policy saves nothing
+    assert {a["section"] for a in got} == {"idle_waste", "breakers", "density", "leaderboard", "unallocated"}
+    assert got[0]["amount"] == max(a["amount"] for a in got)
     idle = next(a for a in got if a["section"] == "idle_waste")
-    assert idle["basis"] == "idle cost of the 3 jobs"
+    assert idle["basis"].startswith("saving = the idle cost of the 3 jobs")
     top = con.execute("SELECT job_id FROM mart_job_month WHERE month = ? ORDER BY idle_cost DESC, job_id LIMIT 3",
                       [MONTH]).fetchall()
     assert all(job in idle["detail"] for (job,) in top)
-    assert next(a for a in got if a["section"] == "breakers")["basis"] == "cost a breaker would have saved"
+    # the breaker's saving leaves out the 4 stretches whose job improved later (job-000094 among them)
+    br = next(a for a in got if a["section"] == "breakers")
+    assert "(1 of 5; 4 false stops not counted)" in br["basis"] and br["amount"] == Decimal("13.89")
+    late = [r for r in report["breakers"]["rows"] if r["job_id"] == "job-000094"]
+    assert late and all(r["improved_later"] for r in late)
+    value = next(a for a in got if a["section"] == "leaderboard")
+    assert "latest" not in value["title"] and "breaks the tag policy" not in value["title"]
     # the host named is the one with the largest unallocated cost, with its hours
     un = next(a for a in got if a["section"] == "unallocated")
     hosts = report["unallocated"]["hosts"]
@@ -95,8 +123,12 @@ def test_the_page_lists_each_amount_with_its_basis_in_order(con, sample_db, tmp_
     page = render_reports(config, MONTH, ["admin"], ["html"]).files[0].read_text(encoding="utf-8")
     report = _collect(con, sample_db.config, None)
     section = html.unescape(re.search(r'<section id="actions">(.*?)</section>', page, re.S).group(1))
-    items = re.findall(r"<li>(.*?)</li>", section, re.S)
+    ranked, notes = section.split("<h3>Policy, no saving</h3>")
+    items = re.findall(r"<li>(.*?)</li>", ranked, re.S)
     assert len(items) == len(report["actions"])
+    # the tag policy is listed apart, with no amount
+    assert re.findall(r'<span class="t">(.*?)</span>', notes) == ["Retag images that break the tag policy."]
+    assert 'class="amount"' not in notes
     for item, a in zip(items, report["actions"]):
         assert f'<span class="amount">{a["amount"]:,.2f} USD</span>' in item
         assert f"({a['basis']}; see" in item and f'href="#{a["section"]}"' in item
@@ -141,8 +173,11 @@ def test_a_value_tip_resting_on_one_run_says_so(built_db):
     assert action["title"] == "Prefer yolov8n on train-yolov8-nano-cu118 for value (based on 1 run)"
     assert "1 run of yolov8n on train-yolov8-nano-cu118 and 2 runs of yolov8m" in action["detail"]
     # the money: the dearer configuration's 2 runs of 1 GPU-hour at the default A100 price
-    assert action["amount"] == 2 * Decimal("2.93")
-    assert action["basis"] == "cost of the 2 runs of yolov8m on train-yolov8-medium-cu118 at 2.93 USD per run"
+    # the saving: the dearer configuration's 2 runs of 1 GPU-hour at the default A100 price (5.86),
+    # had they cost what yolov8n costs per mAP50 point: 2.93 / 80 against 2.93 / 40 per point, half
+    assert action["amount"] == Decimal("2.93")
+    assert action["basis"] == ("saving = the cost of the 2 runs of yolov8m on train-yolov8-medium-cu118 at 2.93 USD "
+                               "per run x (1 - 0.04 / 0.07 per mAP50 point)")
 
 
 def test_configurations_with_three_runs_are_compared_first(built_db):
@@ -153,4 +188,18 @@ def test_configurations_with_three_runs_are_compared_first(built_db):
     assert report["leaderboard"][0]["model_type"] == "yolov8n"  # the cheapest point rests on 1 run
     assert action["title"] == "Prefer yolov8s on train-yolov8-small-cu118 for value"
     assert "at least 3 runs are compared (1 with fewer left out)" in action["detail"]
-    assert action["amount"] == 3 * Decimal("2.93")
+    # 3 runs at 2.93, each point 2.93 / 30 against 2.93 / 60: the saving is half of 8.79, 4.395 -> 4.40
+    assert action["amount"] == Decimal("4.40")
+
+
+def test_a_configuration_on_a_rejected_tag_is_never_recommended(built_db):
+    # `latest` is the cheapest per mAP50 point, but the tag policy rejects it: the tip names the
+    # cheapest configuration on an accepted tag, and says why the other is left out
+    built = _board_db(built_db, [("yolov8n", "latest", 3, 0.9),
+                              ("yolov8s", "train-yolov8-small-cu118", 3, 0.6),
+                              ("yolov8m", "train-yolov8-medium-cu118", 3, 0.3)])
+    action, report = _value_action(built)
+    assert action["title"] == "Prefer yolov8s on train-yolov8-small-cu118 for value"
+    assert "yolov8n on latest is cheaper per point but its image tag breaks the tag policy" in action["detail"]
+    assert [n["section"] for n in report["policy_notes"]] == ["tag_violations"]
+    assert action["amount"] == Decimal("4.40")  # as above: 8.79 x (1 - 30 / 60)

@@ -84,7 +84,9 @@ def test_actions_name_the_three_jobs_with_the_most_idle_waste(con, sample_db):
     for (job,) in top:
         assert job in idle["detail"]
     assert any("Pause stalled runs" in a["title"] for a in report["actions"])
-    assert any("Retag images" in a["title"] for a in report["actions"])
+    # retagging saves nothing: a policy note apart from the ranked actions, never a saving
+    assert not any("Retag images" in a["title"] for a in report["actions"])
+    assert any("Retag images" in n["title"] for n in report["policy_notes"])
 
 
 def test_month_helpers():

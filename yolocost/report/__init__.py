@@ -57,14 +57,16 @@ ADMIN_SECTIONS = (
     ("headline", "Headline"), ("actions", "What to do"), ("trend", "Trend"), ("daily", "Cost per day"),
     ("projects", "Cost by project"), ("users", "Cost by user"), ("gpu_models", "Cost by GPU model"),
     ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
+    ("user_waste", "Waste ranking of users"), ("gpu_fit", "Jobs that fit a smaller GPU"),
     ("leaderboard", "Value leaderboard"), ("breakers", "Breaker candidates"),
     ("policies", "What policies would have saved"),
     ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
     ("rate_card", "Prices"),
 )
 # a project's report ends with every job of its month (in the PDF: an appendix); the admin
-# report has too many jobs for that
-PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated")) + (("jobs", "Jobs"),)
+# report has too many jobs for that, and lists instead the jobs that would fit a smaller GPU
+# (gpu_fit), which a project's job table notes job by job
+PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated", "gpu_fit")) + (("jobs", "Jobs"),)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,15 @@
-"""The "What to do" section: recommendations ranked by the money each is about.
+"""The "What to do" section: recommendations ranked by the money each would save.
 
-Each action is derived from the figures of another report section and carries `amount`
-(Decimal, in cents of the report currency: a figure that section prints, or a sum of them),
-`basis` (what that amount is, in words), and `section` (the id of the section it comes
-from). The list is sorted by amount, largest first, so the first action is the one with the
-most money behind it.
+Each action carries `amount` (Decimal, rounded to the report currency's minor unit: the
+estimated saving, from the figures of another report section), `basis` (how that saving is
+computed, in one line) and `section` (the id of the section it comes from). The list is
+sorted by saving, largest first, so the first action is the one that would save the most;
+an action that would save nothing is left out. Savings are estimates, not bills: each basis
+says how it is made.
+
+What saves no money (the tag policy: retagging changes no spend) is not an action here but
+a policy note (`policy_notes`), listed apart with no amount. No action contradicts another:
+the value tip recommends only a configuration whose image tag the tag policy accepts.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from decimal import Decimal
 from .. import money
 
 FEW_RUNS = 3  # a value comparison resting on fewer runs than this says so
+DENSITY_TARGET = 0.5  # the density tip's target: busy half the time
 
 
 def _dec(value) -> Decimal:
@@ -29,7 +35,7 @@ def _config(row: dict) -> str:
 
 
 def actions(report: dict, project: str | None, currency: str) -> list[dict]:
-    """Things to do, each with the amount it is about and its basis, largest amount first."""
+    """Things to do, each with its estimated saving and how it is computed, largest first."""
     places = money.minor_unit(currency)
 
     def cents(value) -> Decimal:
@@ -47,70 +53,111 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
             f"{j['idle_gpu_hours']:,.1f} idle GPU-hours, {cash(j['idle_cost'])}" for j in jobs)
         many = len(jobs) > 1
         out.append({"section": "idle_waste", "amount": amount,
-                    "basis": f"idle cost of the {len(jobs)} job{'s' if many else ''}",
+                    "basis": f"saving = the idle cost of the {len(jobs)} job{'s' if many else ''} (their GPU time "
+                             f"under the idle threshold), had they released it",
                     "title": f"Look at the {len(jobs)} job{'s' if many else ''} with the most idle waste",
                     "detail": names + ". Check their data loading, or release GPUs the job does not use."})
     br = report["breakers"]
-    if br["rows"]:
-        top = br["rows"][0]
-        out.append({"section": "breakers", "amount": cents(br["cents"]),
-                    "basis": "cost a breaker would have saved",
+    if br["rows"] and cents(br.get("net_cents", br["cents"])) > 0:
+        kept = [r for r in br["rows"] if not r.get("improved_later")]
+        top = kept[0]
+        false = br.get("false_stops", 0)
+        out.append({"section": "breakers", "amount": cents(br.get("net_cents", br["cents"])),
+                    "basis": f"saving = the cost of the stalled stretches whose job never improved its loss later "
+                             f"({len(kept)} of {len(br['rows'])}; {false} false stop{'' if false == 1 else 's'} "
+                             f"not counted)",
                     "title": "Pause stalled runs",
-                    "detail": f"{len(br['rows'])} stretch(es) in {br['jobs']} job(s) ran under the breaker "
-                              f"utilization with no loss improvement ({br['gpu_hours']:,.1f} GPU-hours); the largest "
-                              f"is {top['job_id']} ({top['user_name']}), {top['stretch_hours']:,.1f} h from "
+                    "detail": f"{len(kept)} stretch(es) in {br.get('net_jobs', br['jobs'])} job(s) ran under the "
+                              f"breaker utilization with no loss improvement, then or later "
+                              f"({br.get('net_gpu_hours', br['gpu_hours']):,.1f} GPU-hours); the largest is "
+                              f"{top['job_id']} ({top['user_name']}), {top['stretch_hours']:,.1f} h from "
                               f"{top['start']}. An automatic pause (early stopping) would stop them."})
-    tv = report["tag_violations"]
-    if tv["by_status"]:
-        parts = ", ".join(f"{s['status']}: {s['jobs']} job(s), {cash(s['cents'])}" for s in tv["by_status"])
-        out.append({"section": "tag_violations", "amount": cents(tv["cents"]),
-                    "basis": "cost of the runs on images that break the tag policy",
-                    "title": "Retag images that break the tag policy",
-                    "detail": f"{parts}. Use purpose-yoloversion-optimization-cuda tags so every run can be traced."})
+    idle = _idle_reclaim(report.get("policies") or {}, cents)
+    if idle:
+        out.append(idle)
     out += _density(report["density"], cents, cash)
     out += _value(report["leaderboard"], cents, cash, currency, places)
     un = report.get("unallocated") if project is None else None
     if un and un["hosts"] and cents(un["cents"]) > 0:
         out.append(_unallocated(un, cents, cash))
-    # largest amount first; equal amounts keep the order above
+    out = [a for a in out if a["amount"] > 0]
+    # largest saving first; equal savings keep the order above
     return sorted(out, key=lambda a: -a["amount"])
 
 
+def policy_notes(report: dict, currency: str) -> list[dict]:
+    """What the month's policies ask for that saves no money (listed apart from the actions,
+    never as a saving): runs on image tags that break the tag policy."""
+    places = money.minor_unit(currency)
+    tv = report["tag_violations"]
+    if not tv["by_status"]:
+        return []
+    parts = ", ".join(f"{s['status']}: {s['jobs']} job(s), {money.round_cents(_dec(s['cents']), places):,.{places}f} "
+                      f"{currency}" for s in tv["by_status"])
+    return [{"section": "tag_violations", "title": "Retag images that break the tag policy",
+             "detail": f"{parts} of spend on such images. Use purpose-yoloversion-optimization-cuda tags so every "
+                       "run can be traced; retagging saves nothing by itself."}]
+
+
+def _idle_reclaim(w: dict, cents) -> dict | None:
+    """Enforce idle reclaim: the replay's saving net of its false positives."""
+    p = next((p for p in w.get("policies", []) if p["policy"] == "idle_reclaim"), None)
+    if p is None or cents(p["net_cost"]) <= 0:
+        return None
+    fp = p["false_positives"]
+    return {"section": "policies", "amount": cents(p["net_cost"]),
+            "basis": f"saving = the cost of each stopped job's GPU time after the stop in the month's replay, "
+                     f"net of {fp} false positive{'' if fp == 1 else 's'} ({p['jobs_stopped']} stops)",
+            "title": "Enforce idle reclaim",
+            "detail": f"The replay ({p['rule']}) would have released {p['jobs_stopped'] - fp} job(s) that held GPUs "
+                      f"doing nothing ({p['net_gpu_hours']:,.1f} GPU-hours); {fp} stop(s) would have been false "
+                      f"(training improved later)."}
+
+
 def _density(dens: dict, cents, cash) -> list[dict]:
-    """Jobs busy less than half the time: the density bands under 50 % (the lower half of
-    the section's equal bands), with the cost that section prints for them."""
-    low = dens["bins"][:len(dens["bins"]) // 2]
-    jobs = sum(b["jobs"] for b in low)
+    """Jobs busy less than half the time. Saving: had each run at 50 % density, its busy time
+    would have needed only density / 50 % of its GPU-hours: sum of cost x (1 - density / 0.5)
+    over those jobs (`low_saving` of the section's data)."""
+    jobs = dens.get("low_jobs") or 0
     if not jobs:
         return []
-    amount = sum((cents(b["cents"]) for b in low), cents(0))
-    hours = sum(float(b["gpu_hours"] or 0) for b in low)
+    amount = cents(dens.get("low_saving"))
     return [{"section": "density", "amount": amount,
-             "basis": f"cost of the {jobs} job{'s' if jobs > 1 else ''} busy less than half the time",
+             "basis": f"saving = the cost of the {jobs} job{'s' if jobs > 1 else ''} busy less than half the time "
+                      f"x (1 - density / 50 %): the GPU-hours they would not have needed at 50 % density",
              "title": f"Raise density: {jobs} job(s) were busy less than half the time",
-             "detail": f"They held {hours:,.1f} GPU-hours ({cash(amount)}). Larger batches, more data-loader "
-                       "workers or a smaller GPU (or a MIG slice) fit them better."}]
+             "detail": f"They held {float(dens.get('low_gpu_hours') or 0):,.1f} GPU-hours ({cash(dens.get('low_cost'))}). "
+                       "Larger batches, more data-loader workers or a smaller GPU (or a MIG slice) fit them better."}]
 
 
 def _value(board: list[dict], cents, cash, currency: str, places: int) -> list[dict]:
-    """The leaderboard's cheapest configuration per mAP50 point against its dearest. Only
-    configurations with at least FEW_RUNS runs are compared when two or more have that many;
-    a comparison resting on fewer says on how many runs. The amount is what the dearest
-    configuration's runs cost: its runs x its mean cost per run, both as the leaderboard
-    prints them."""
+    """The leaderboard's cheapest configuration per mAP50 point whose image tag the tag
+    policy accepts (`tag_ok`), against its dearest configuration. Only configurations with at
+    least FEW_RUNS runs are compared when two or more have that many; a comparison resting on
+    fewer says on how many runs. Saving: the dearest configuration's runs (its runs x its mean
+    cost per run, as the leaderboard prints them) x (1 - best cost per point / its cost per
+    point): the same mAP50 points at the cheaper configuration's price."""
     priced = [r for r in board if r["cost_per_map50_point"] is not None]
     solid = [r for r in priced if r["runs"] >= FEW_RUNS]
     compared = solid if len(solid) >= 2 else priced
     if len(compared) < 2:
         return []
-    best = min(compared, key=lambda r: r["cost_per_map50_point"])
+    allowed = [r for r in compared if r.get("tag_ok", True)]
+    if not allowed:
+        return []
+    best = min(allowed, key=lambda r: r["cost_per_map50_point"])
     worst = max(compared, key=lambda r: r["cost_per_map50_point"])
     if best is worst:
         return []
-    amount = cents(worst["mean_cost_per_run"]) * worst["runs"]
+    spent = cents(worst["mean_cost_per_run"]) * worst["runs"]
+    amount = cents(spent * (1 - Decimal(repr(best["cost_per_map50_point"])) / Decimal(repr(worst["cost_per_map50_point"]))))
     left_out = len(priced) - len(compared)
     note = (f" Only configurations with at least {FEW_RUNS} runs are compared ({left_out} with fewer left out)."
             if left_out else "")
+    cheapest = min(compared, key=lambda r: r["cost_per_map50_point"])
+    if cheapest is not best:
+        note += (f" {_config(cheapest)} is cheaper per point but its image tag breaks the tag policy, so it is not "
+                 "recommended.")
     few = [r for r in (best, worst) if r["runs"] < FEW_RUNS]
     if few:
         note += (" This rests on few runs (" + " and ".join(f"{_runs(r['runs'])} of {_config(r)}" for r in few)
@@ -119,8 +166,9 @@ def _value(board: list[dict], cents, cash, currency: str, places: int) -> list[d
     if best["runs"] < FEW_RUNS:
         title += f" (based on {_runs(best['runs'])})"
     return [{"section": "leaderboard", "amount": amount,
-             "basis": f"cost of the {_runs(worst['runs'])} of {_config(worst)} "
-                      f"at {cash(worst['mean_cost_per_run'])} per run",
+             "basis": f"saving = the cost of the {_runs(worst['runs'])} of {_config(worst)} "
+                      f"at {cash(worst['mean_cost_per_run'])} per run x (1 - {best['cost_per_map50_point']:,.{places}f} / "
+                      f"{worst['cost_per_map50_point']:,.{places}f} per mAP50 point)",
              "title": title,
              "detail": f"{best['cost_per_map50_point']:,.{places}f} {currency} per mAP50 point "
                        f"({_runs(best['runs'])}) against {worst['cost_per_map50_point']:,.{places}f} {currency} "
@@ -137,7 +185,7 @@ def _unallocated(un: dict, cents, cash) -> dict:
         other = (f" (the most hours: {most_hours['hostname']}, {most_hours['unallocated_gpu_hours']:,.1f} "
                  f"GPU-hours, {cash(most_hours['cents'])})")
     return {"section": "unallocated", "amount": cents(un["cents"]),
-            "basis": "cost of the capacity nobody held, GPU time and energy",
+            "basis": "saving = the cost of the capacity nobody held (GPU time and energy), if the pool shrinks by it",
             "title": "Use or give back idle capacity",
             "detail": f"{un['gpu_hours']:,.1f} GPU-hours unallocated. The host with the largest unallocated cost is "
                       f"{host['hostname']} ({host['gpu_model']}): {cash(host['cents'])} of GPU time, "

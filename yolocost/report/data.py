@@ -24,10 +24,10 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import ledger, money
+from .. import ledger, money, queries
 from ..errors import YolocostError
-from . import ratecard
-from .actions import actions
+from . import gpufit, ratecard, waste
+from .actions import actions, policy_notes
 from .jobs import job_table
 
 MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
@@ -121,6 +121,7 @@ def month_projects(con, month: str) -> list[str]:
 SHARE = ledger.SHARE
 # capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
 NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
+HOST_DAY_QUERY = "unallocated_by_host_day"  # queries/: the per-host cents of capacity nobody held
 
 
 def printed_totals(con, month: str, project: str | None = None) -> dict[str, Decimal]:
@@ -434,7 +435,11 @@ def density(con, month: str, project: str | None) -> dict:
                CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS overall,
                count(*) FILTER (WHERE m.density < 0.5) AS low_jobs,
                coalesce(sum(l.gpu_hours) FILTER (WHERE m.density < 0.5), 0) AS low_gpu_hours,
-               coalesce(sum(l.cost) FILTER (WHERE m.density < 0.5), 0) AS low_cost
+               coalesce(sum(l.cost) FILTER (WHERE m.density < 0.5), 0) AS low_cost,
+               -- the density tip's saving (an estimate): at 50 % density the same busy time needs
+               -- density / 50 % of the GPU-hours
+               coalesce(sum(CAST(l.cost AS DOUBLE) * (1 - coalesce(m.density, 0) / 0.5))
+                            FILTER (WHERE m.density < 0.5), 0) AS low_saving
         {_JOBS}
         WHERE l.month = ?{where}""", [month, *params])[0]
     return {"bins": bins, **summary}
@@ -467,48 +472,65 @@ def idle_waste(con, month: str, project: str | None) -> dict:
     return {"jobs": jobs, "groups": groups, "group_label": label}
 
 
-LEADERBOARD_COLUMNS = """
-    model_type, image_tag, runs, mean_map50, mean_map50_95, mean_training_hours, mean_gpu_hours,
-    peak_mem_mib, mean_density, mean_cost_per_run, cost_per_map50_point, cost_per_map50_95_point"""
+LEADERBOARD_ENDS = 10  # the PDF prints the best and the worst this many of a longer leaderboard
+
+# The value leaderboard's runs: the month's finished jobs (mart_job_by_month: ended in the
+# month, with a final validation) with their money from the cent ledger: each job's cents of
+# every month it ran in up to this one (ledger_job_month), so a configuration's spend is a
+# sum of printed cents. {where} keeps one project's jobs.
+LEADERBOARD_SQL = """
+    SELECT
+        j.model_type, j.image_tag, count(*) AS runs,
+        avg(j.map50 ORDER BY j.job_id) AS mean_map50, avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
+        avg(epoch(j.last_interval) - epoch(j.first_interval) + ? ORDER BY j.job_id) / 3600 AS mean_training_hours,
+        avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours, max(j.mem_peak_mib) AS peak_mem_mib,
+        avg(j.density ORDER BY j.job_id) AS mean_density,
+        coalesce(sum(l.cents), 0) AS cents
+    FROM mart_job_by_month AS j
+    LEFT JOIN (SELECT job_id, sum(cost) AS cents FROM ledger_job_month WHERE month <= ? GROUP BY job_id) AS l
+        USING (job_id)
+    WHERE j.month = ? AND j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL{where}
+    GROUP BY j.model_type, j.image_tag"""
 
 
 def leaderboard(con, month: str, project: str | None, timezone: str, grain_seconds: int) -> list[dict]:
-    """The value leaderboard: model config x image tag, cheapest mAP point first. The admin
-    reads mart_leaderboard; a project's board is the same aggregate over its own jobs."""
-    if project is None:
-        return rows(con, f"""
-            SELECT {LEADERBOARD_COLUMNS} FROM mart_leaderboard WHERE month = ?
-            ORDER BY cost_per_map50_point NULLS LAST, model_type, image_tag""", [month])
+    """The value leaderboard, whole: every model config x image tag with at least one finished
+    run that ended in the month (a project's: its own runs only), cheapest mAP50 point first,
+    each row with its `rank` (1 = best value). Money is the cent ledger's: `cents` is the sum of
+    the runs' ledger cents (all the months they ran in); `mean_cost_per_run` (cents / runs) and
+    `cost_per_map50_point` (cents / runs / (mean mAP50 x 100)) are rates on those cents."""
     return leaderboard_from_jobs(con, month, project, timezone, grain_seconds)
 
 
 def leaderboard_from_jobs(con, month: str, project: str | None, timezone: str, grain_seconds: int) -> list[dict]:
-    """mart_leaderboard's aggregate over the month's jobs (mart_job_by_month), restricted to one
+    """The leaderboard (see `leaderboard`) over the month's finished jobs, restricted to one
     project's jobs (or none)."""
-    where, params = _scope(project)
-    return rows(con, f"""
-        SELECT {LEADERBOARD_COLUMNS} FROM (
-            SELECT
-                model_type, image_tag, count(*) AS runs,
-                avg(map50) AS mean_map50, avg(map50_95) AS mean_map50_95,
-                avg(epoch(last_interval) - epoch(first_interval) + ?) / 3600 AS mean_training_hours,
-                avg(gpu_hours) AS mean_gpu_hours, max(mem_peak_mib) AS peak_mem_mib, avg(density) AS mean_density,
-                CAST(sum(cost) / count(*) AS DECIMAL(38, 9)) AS mean_cost_per_run,
-                CAST(sum(cost) AS DOUBLE) / count(*) / nullif(avg(map50) * 100, 0) AS cost_per_map50_point,
-                CAST(sum(cost) AS DOUBLE) / count(*) / nullif(avg(map50_95) * 100, 0) AS cost_per_map50_95_point
-            FROM mart_job_by_month
-            WHERE month = ? AND ended AND map50 IS NOT NULL AND first_interval IS NOT NULL{where}
-            GROUP BY model_type, image_tag)
-        ORDER BY cost_per_map50_point NULLS LAST, model_type, image_tag""",
-        [grain_seconds, month, *params])
+    where, params = _scope(project, "j")
+    found = rows(con, LEADERBOARD_SQL.format(where=where), [grain_seconds, month, month, *params])
+    for r in found:
+        runs = Decimal(r["runs"])
+        r["mean_cost_per_run"] = (r["cents"] / runs).quantize(Decimal("1e-9"))
+        per_run = float(r["cents"]) / r["runs"]
+        r["cost_per_map50_point"] = (_stable(per_run / (r["mean_map50"] * 100)) if r["mean_map50"] else None)
+        r["cost_per_map50_95_point"] = (_stable(per_run / (r["mean_map50_95"] * 100))
+                                        if r["mean_map50_95"] else None)
+    found.sort(key=lambda r: (r["cost_per_map50_point"] is None, r["cost_per_map50_point"] or 0.0,
+                              r["model_type"] or "", r["image_tag"] or ""))
+    for rank, r in enumerate(found, start=1):
+        r["rank"] = rank
+    return found
 
 
 def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
-    """Breaker candidates (stalled stretches) and what a pause would have saved."""
+    """Breaker candidates (stalled stretches) and what a pause would have saved: every
+    stretch with its cost (`cents`, the rows adding up to the total), and the saving net of
+    the false stops (`net_cents`: the stretches whose job did not improve its loss later by
+    more than the breaker's delta; the sum of those rows' printed cents)."""
     where, params = _scope(project)
     found = rows(con, f"""
         SELECT job_id, project, bucket, coalesce(user_name, '(no user)') AS user_name, model_type,
-               stretch_start, stretch_end, stretch_hours, gpu_hours, cost, util_mean, loss_before, loss_after
+               stretch_start, stretch_end, stretch_hours, gpu_hours, cost, util_mean, loss_before, loss_after,
+               loss_later, coalesce(improved_later, false) AS improved_later
         FROM mart_breakers WHERE month = ?{where}
         ORDER BY cost DESC, job_id, stretch_start""", [month, *params])
     for r in found:
@@ -517,8 +539,13 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
     # GPU-hours to the tenth the same way, so the stretches add up to the printed total
     for r, tenths in zip(found, money.to_cents([Decimal(repr(r["gpu_hours"] or 0.0)) for r in found], 1)):
         r["gpu_hours"] = tenths
+    kept = [r for r in found if not r["improved_later"]]
     return {"rows": found, "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
-            "cents": sum((r["cents"] for r in found), Decimal("0.00")), "jobs": len({r["job_id"] for r in found})}
+            "cents": sum((r["cents"] for r in found), Decimal("0.00")), "jobs": len({r["job_id"] for r in found}),
+            "net_cents": sum((r["cents"] for r in kept), Decimal("0.00")),
+            "net_gpu_hours": sum((r["gpu_hours"] for r in kept), Decimal("0.0")),
+            "net_jobs": len({r["job_id"] for r in kept}),
+            "false_stops": len(found) - len(kept)}
 
 
 def policies(con, month: str, project: str | None, timezone: str, currency: str) -> dict:
@@ -575,7 +602,8 @@ def unallocated(con, month: str) -> dict:
     """Admin only: capacity nobody held, per GPU model (ledger sums: GPU time and the energy
     idle GPUs drew, the '(unallocated)' row of the project table) and per host (GPU time: each
     model's unallocated GPU cents and tenths of GPU-hours shared over its hosts by their exact
-    amounts in mart_host_day, so the hosts add up to the models' GPU columns)."""
+    amounts in mart_host_day, day by day as the named query unallocated_by_host_day does, so the
+    hosts add up to the models' GPU columns and to that query)."""
     models = rows(con, f"""
         SELECT l.gpu_model, any_value(g.gpus) AS gpus, any_value(c.capacity_gpu_hours) AS capacity_gpu_hours,
                sum(l.gpu_hours) AS unallocated_gpu_hours,
@@ -599,20 +627,23 @@ def unallocated(con, month: str) -> dict:
                sum(unallocated_cost) AS unallocated_cost
         FROM mart_host_day WHERE month = ?
         GROUP BY hostname, gpu_model ORDER BY hostname, gpu_model""", [month])
-    by_model = {m["gpu_model"]: m for m in models}
-    capacity = {r["gpu_model"]: r["hours"] for r in rows(con, """
-        SELECT gpu_model, sum(gpu_hours) AS hours FROM ledger_charges WHERE month = ? GROUP BY gpu_model""", [month])}
-    for model in {h["gpu_model"] for h in hosts}:
-        mine = [h for h in hosts if h["gpu_model"] == model]
-        m = by_model.get(model, {"gpu_cost": Decimal(0), "unallocated_gpu_hours": Decimal("0.0")})
-        for h, c in zip(mine, money.distribute([_dec(h["unallocated_cost"]) for h in mine], m["gpu_cost"], _places.get())):
-            h["cents"] = c
-        for key, total in (("unallocated_gpu_hours", m["unallocated_gpu_hours"]),
-                           ("capacity_gpu_hours", capacity.get(model, Decimal("0.0")))):
-            exact = [Decimal(repr(h["exact_" + key] or 0.0)) for h in mine]
-            tenths = money.apportion(total, exact, 1) if any(exact) else [Decimal("0.0")] * len(mine)
-            for h, t in zip(mine, tenths):
-                h[key] = t
+    # the named query unallocated_by_host_day shares each day x GPU model's ledger cents and
+    # tenths over that day's hosts; the table is its rows summed per host, so the two agree
+    shared: dict[tuple, list[Decimal]] = {}
+    cur = con.execute(queries.resolve(HOST_DAY_QUERY).sql, {"month": month, "min_hours": 0.0})
+    names = [d[0] for d in cur.description]
+    for r in (dict(zip(names, found)) for found in cur.fetchall()):
+        t = shared.setdefault((r["hostname"], r["gpu_model"]), [Decimal(0), Decimal("0.0"), Decimal("0.0")])
+        t[0] += r["unallocated_cost"]
+        t[1] += r["unallocated_gpu_hours"]
+        t[2] += r["capacity_gpu_hours"]
+    zero = money.round_cents(Decimal(0), _places.get())
+    for h in hosts:
+        cents, unallocated_tenths, capacity_tenths = shared.get((h["hostname"], h["gpu_model"]),
+                                                                [zero, Decimal("0.0"), Decimal("0.0")])
+        h["cents"] = money.round_cents(cents, _places.get())
+        h["unallocated_gpu_hours"] = unallocated_tenths
+        h["capacity_gpu_hours"] = capacity_tenths
     hosts.sort(key=lambda h: (-h["cents"], -h["unallocated_gpu_hours"], h["hostname"], h["gpu_model"]))
     return {"gpu_models": models, "hosts": hosts,
             "gpu_hours": sum((m["unallocated_gpu_hours"] for m in models), Decimal(0)),
@@ -646,6 +677,7 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
         "image_tags": image_tags(con, month, project),
         "density": density(con, month, project),
         "idle_waste": idle_waste(con, month, project),
+        "user_waste": waste.user_waste(con, month, project, TOP),
         "leaderboard": leaderboard(con, month, project, timezone, grain_seconds),
         "breakers": breakers(con, month, project, tz),
         "policies": policies(con, month, project, timezone, currency),
@@ -654,7 +686,14 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
     if project is None:
         report["projects"] = projects(con, month)
         report["unallocated"] = unallocated(con, month)
+        report["gpu_fit"] = gpufit.jobs_that_fit(con, month, None, _places.get(), TOP)
     report["rate_card"] = ratecard.rate_card(con, month, project, currency)
     report["jobs"] = None if project is None else job_table(con, month, project, timezone, currency)
+    # a configuration on an image tag the tag policy rejects is never recommended (actions._value)
+    rejected = {t for (t,) in con.execute("SELECT DISTINCT image_tag FROM mart_tag_violations WHERE month = ?",
+                                          [month]).fetchall()}
+    for row in report["leaderboard"]:
+        row["tag_ok"] = row["image_tag"] not in rejected
     report["actions"] = actions(report, project, currency)
+    report["policy_notes"] = policy_notes(report, currency)
     return report

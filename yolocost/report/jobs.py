@@ -9,7 +9,12 @@ to be whole minor units of the currency. Density (busy / present seconds, a rati
 from mart_job_month; mAP50 and mAP50-95 (final validation, best weights) and the start and
 end from the month's row of mart_job_by_month (an archived month's as it was archived).
 Start is the job's start label (or its first interval held); end is empty for a job that
-had not ended by the last data.
+had not ended by the last data. The image digest (mart_job_by_month.image_digest, what really
+ran whatever its tag said) is kept whole: the CSV's `image_digest` and the HTML have all of it
+(the HTML cell shows it whole, with it also as the cell's title), only the PDF's aligned listing
+shortens it to the algorithm and 12 hex digits (`short_digest`). A job whose peak GPU memory a
+cheaper, smaller GPU model would hold carries the note `fits` (yolocost.report.gpufit), the
+saving per job in whole minor units; the table counts such jobs and sums their savings.
 
 Every table is read with `WHERE project = ? AND bucket = 'project'`: no other project's row
 is read. The same rows make the HTML section `jobs`, the PDF's appendix and the report's
@@ -31,18 +36,21 @@ import duckdb
 
 from .. import money
 from ..queries import csv_safe
+from . import gpufit
 
 # the CSV's columns in file order; numbers are plain decimals, text goes through csv_safe
-CSV_COLUMNS = ("job_id", "user", "model_type", "gpu_models", "image_tag", "start", "end", "gpu_hours",
-               "density", "idle_cost", "cost", "currency", "map50", "map50_95")
-_TEXT = frozenset({"job_id", "user", "model_type", "gpu_models", "image_tag", "currency"})
+CSV_COLUMNS = ("job_id", "user", "model_type", "gpu_models", "image_tag", "image_digest", "start", "end",
+               "gpu_hours", "density", "idle_cost", "cost", "currency", "map50", "map50_95")
+_TEXT = frozenset({"job_id", "user", "model_type", "gpu_models", "image_tag", "image_digest", "currency"})
+SHORT_HEX = 12  # hex digits of a digest where space is short (the PDF listing)
 RATIO_DECIMALS = 6  # density and mAP in the CSV
 
 SQL = """
-SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_status,
+SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_status, j.image_digest,
        coalesce(j.start_time, j.first_interval) AS start_time, j.end_time,
        l.gpu_hours, l.idle_gpu_hours, m.seconds_busy, m.seconds_present, m.density,
-       l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95
+       l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95,
+       m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost
 FROM ledger_job_month AS l
 JOIN mart_job_month AS m
   ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
@@ -77,6 +85,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
     """The project's jobs of the month, most expensive first, with the totals the rows add up to."""
     places = money.minor_unit(currency)
     tz = ZoneInfo(timezone)
+    book = gpufit.PriceBook(con)  # before the jobs' query: a query on the connection ends the one before
     cur = con.execute(SQL, [project, project, month, project])
     names = [d[0] for d in cur.description]
     jobs = []
@@ -84,6 +93,9 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
     for values in cur.fetchall():
         r = dict(zip(names, values))
         start, end = r.pop("start_time"), r.pop("end_time")
+        r["fits"] = gpufit.smaller_gpu(gpufit.Job(r["gpu_models"], r["mem_peak_mib"], r.pop("gpu_seconds"),
+                                                  r["seconds_present"], r.pop("last_interval"),
+                                                  Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost")), book, places)
         busy += Decimal(r.pop("seconds_busy") or 0)
         present += Decimal(r.pop("seconds_present") or 0)
         r["start"] = _when(start, tz)
@@ -109,6 +121,9 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         "idle_gpu_hours": sum((j["idle_gpu_hours"] for j in jobs), Decimal("0.0")),
         "density": _ratio(float(busy / present)) if present else None,
         "unallocated_share": _minor(share, places) if share is not None else None,
+        "fit_jobs": sum(1 for j in jobs if j["fits"]),
+        "fit_saving": sum((j["fits"]["saving"] for j in jobs if j["fits"]), zero_cents),
+        "fit_margin": float(gpufit.FIT_MARGIN),
     }
     table["listing"] = listing(table)
     return table
@@ -121,12 +136,12 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
 # twelfth of that. So the PDF prints the job list as aligned text, in blocks of a page or
 # less, each with the column header; the HTML keeps the sortable table.
 
-LISTING_HEADER = ("Job", "User", "Model", "GPU model", "Image tag", "Start", "End", "GPU-hours", "Density",
-                  "Idle cost", "Cost", "mAP50", "mAP50-95")
-_RIGHT = frozenset(LISTING_HEADER[7:])
+LISTING_HEADER = ("Job", "User", "Model", "GPU model", "Smaller GPU (saving)", "Image tag", "Digest", "Start", "End",
+                  "GPU-hours", "Density", "Idle cost", "Cost", "mAP50", "mAP50-95")
+_RIGHT = frozenset(LISTING_HEADER[9:])
 PAGE_CHARS_AT_1PT = 768 / 0.5  # 271 mm of landscape A4 line, a half-width character 0.5 em wide
 PAGE_LINES_AT_1PT = 470 / 1.25  # 176 mm of landscape A4 page less the running header, lines 1.25 em
-HEADING_PT = 120                 # the appendix's heading and notes on its first page
+HEADING_PT = 150                 # the appendix's heading and notes on its first page (the smaller-GPU note too)
 
 
 def _width(text: str) -> int:
@@ -150,13 +165,17 @@ def listing(table: dict) -> dict:
 
     cells = []
     for j in table["rows"]:
+        fits = j.get("fits")
         cells.append((
             j["job_id"], j.get("user_name") or "", j.get("model_type") or "", j.get("gpu_models") or "",
-            j.get("image_tag") or "", j["start"]["text"] if j["start"] else "", j["end"]["text"] if j["end"] else "",
+            f"{gpufit.short_name(fits['model'])} ({cash(fits['saving'])})" if fits else "",
+            j.get("image_tag") or "", short_digest(j.get("image_digest")),
+            j["start"]["text"] if j["start"] else "", j["end"]["text"] if j["end"] else "",
             f"{j['gpu_hours']:,.1f}", "" if j["density"] is None else f"{j['density'] * 100:.1f} %",
             cash(j["idle_cost"]), cash(j["cost"]), "" if j["map50"] is None else f"{j['map50']:.3f}",
             "" if j["map50_95"] is None else f"{j['map50_95']:.3f}"))
-    total = ("Total", f"{table['jobs']} job{'' if table['jobs'] == 1 else 's'}", "", "", "", "", "",
+    fit_total = f"{table['fit_jobs']} ({cash(table['fit_saving'])})" if table.get("fit_jobs") else ""
+    total = ("Total", f"{table['jobs']} job{'' if table['jobs'] == 1 else 's'}", "", "", fit_total, "", "", "", "",
              f"{table['gpu_hours']:,.1f}", "" if table["density"] is None else f"{table['density'] * 100:.1f} %",
              cash(table["idle_cost"]), cash(table["cost"]), "", "")
     widths = [max(_width(row[i]) for row in [LISTING_HEADER, total, *cells]) for i in range(len(LISTING_HEADER))]
@@ -172,6 +191,14 @@ def listing(table: dict) -> dict:
     blocks = [lines[:first]] + [lines[i:i + per_page] for i in range(first, len(lines), per_page)]
     return {"header": line(LISTING_HEADER), "blocks": [b for b in blocks if b], "rule": "-" * chars,
             "total": line(total), "font_size": size}
+
+
+def short_digest(digest: str | None) -> str:
+    """A digest as its algorithm and first 12 hex digits ('sha256:c4c608487dc4'), for where a
+    whole one (71 characters for sha256) does not fit; the CSV and the HTML keep it whole."""
+    if not digest:
+        return ""
+    return digest[:digest.find(":") + 1 + SHORT_HEX]
 
 
 def _when(moment: dt.datetime | None, tz: ZoneInfo) -> dict | None:
@@ -200,6 +227,7 @@ def csv_rows(table: dict) -> list[dict[str, str]]:
         out.append({
             "job_id": j["job_id"], "user": j["user_name"] or "", "model_type": j["model_type"] or "",
             "gpu_models": j["gpu_models"] or "", "image_tag": j["image_tag"] or "",
+            "image_digest": j["image_digest"] or "",
             "start": j["start"]["iso"] if j["start"] else "", "end": j["end"]["iso"] if j["end"] else "",
             "gpu_hours": _plain(j["gpu_hours"]), "density": _plain(j["density"]),
             "idle_cost": _plain(j["idle_cost"]), "cost": _plain(j["cost"]), "currency": table["currency"],

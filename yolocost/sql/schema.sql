@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS settings (
     unallocated_policy     VARCHAR,  -- [allocation] unallocated the ledger was built with
     idle_reclaim_seconds   DOUBLE,   -- [policies]: quiet time before idle reclaim stops a job
     idle_reclaim_util_percent DOUBLE,
-    idle_reclaim_protect_seconds DOUBLE
+    idle_reclaim_protect_seconds DOUBLE,
+    idle_reclaim_grace_seconds DOUBLE  -- [policies] start-up grace: at most this long before the first epoch end
 );
 
 -- month_builds: one row per month with usage rows (configured time zone): when its models

@@ -11,13 +11,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import tables
-from .constants import DEMO_CLUSTER, DEMO_MONTH, DEMO_SEED, DEMO_TIMEZONE
+from .constants import DEMO_CLUSTER, DEMO_MONTH, DEMO_SEED, DEMO_TIMEZONE, SAMPLE_SECONDS
 from .fleet import Host
 from .grain import GrainRows, grain_rows
 from .plan import PlannedJob, plan_month
 from .samples import NO_OWNER
 from .training import LOSS_METRICS, MAP50, MAP50_95
 from .truth import TruthBuilder, ground_truth
+from .window import iso_utc
 from .window import Window
 from .yolo import IMGSZ
 
@@ -132,8 +133,29 @@ def _progress_tables(jobs: list[PlannedJob], chunk: int = 500):
         )
 
 
+def _killed(j: PlannedJob) -> bool:
+    """A zombie killed before it finished training writes no results."""
+    z = j.run.placement.spec.zombie
+    return z is not None and z.kind != "finished"
+
+
+def zombie_truth(jobs: list[PlannedJob], window: Window) -> list[dict]:
+    """The planted zombie jobs: when each stopped working (its GPUs idle, no progress from then
+    on) and when it let its GPUs go (None: after the window), in UTC."""
+    out = []
+    for j in jobs:
+        z, tl, p = j.run.placement.spec.zombie, j.run.timeline, j.run.placement
+        if z is None:
+            continue
+        out.append({"job_id": j.job_id, "kind": z.kind, "after_epoch": z.after_epoch,
+                    "idle_from": iso_utc(window.instant(p.start + tl.zombie_start)),
+                    "until": None if j.end_time is None else iso_utc(j.end_time),
+                    "gpus": p.spec.gpu_request, "hours": round(z.samples * SAMPLE_SECONDS / 3600, 3)})
+    return out
+
+
 def _results_table(jobs: list[PlannedJob]) -> pa.Table:
-    done = [j for j in jobs if j.finished]
+    done = [j for j in jobs if j.finished and not _killed(j)]
     best = [j.curves.best_epoch for j in done]
     return pa.Table.from_arrays(
         [
@@ -181,13 +203,16 @@ def generate(
     cluster: str = DEMO_CLUSTER,
     scale: float = 1.0,
     progress: Callable[[str], None] | None = None,
+    zombies: int = 0,
 ) -> GenerateResult:
-    """Write a deterministic synthetic month (raw tables and ground truth) into `out_dir`."""
+    """Write a deterministic synthetic month (raw tables and ground truth) into `out_dir`.
+    `zombies`: make that many jobs zombies (jobs.Zombie; the demo month has none); the ground
+    truth lists them under incidents.zombies."""
     say = progress or (lambda _msg: None)
     check_arguments(month, timezone, scale)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan = plan_month(seed, month, timezone, scale)
+    plan = plan_month(seed, month, timezone, scale, zombies)
     window, hosts, jobs = plan.window, plan.hosts, plan.jobs
     say(f"planned {len(jobs)} jobs for {sum(len(h.gpus) for h in hosts)} GPUs on {len(hosts)} hosts")
     job_ids = np.array([j.job_id for j in jobs] + [None], dtype=object)
@@ -219,6 +244,8 @@ def generate(
 
     say("computing the ground truth")
     gt = ground_truth(plan, truth, cluster, scale)
+    if zombies:
+        gt["incidents"]["zombies"] = zombie_truth(jobs, window)
     files["ground_truth"].write_text(json.dumps(gt, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     stalled = tuple(j.job_id for j in jobs if j.run.placement.spec.stall is not None)
     say(f"wrote {writer.rows:,} usage rows, {len(jobs)} jobs")

@@ -36,6 +36,21 @@ class Stall:
     slow_epochs: int = 0
 
 
+@dataclass(frozen=True)
+class Zombie:
+    """A job that keeps holding its GPUs at almost 0 % with no training progress until someone
+    kills it (what idle reclaim should release), `samples` long:
+
+    kind: 'stuck_start' (after loading its data it never trains: a hung data mount or a
+    deadlocked rank; no epoch at all), 'hung' (after epoch `after_epoch` ends it stops: a dead
+    data-loader worker; no later epoch) or 'finished' (after its last epoch and the final
+    validation the pod stays up: a debugging `sleep`, a notebook left open)."""
+
+    kind: str
+    after_epoch: int
+    samples: int
+
+
 @dataclass
 class JobSpec:
     key: int  # draw order; names this job's random streams
@@ -51,6 +66,7 @@ class JobSpec:
     tail_samples: int
     dataset_factor: float
     stall: Stall | None = None
+    zombie: Zombie | None = None
     role: str = "normal"
     extra: dict = field(default_factory=dict)
 
@@ -62,6 +78,11 @@ class JobSpec:
     def duration_at(self, start: int) -> int:
         """Length in samples when it starts at sample `start` (stalls snap to the grain)."""
         n = self.load_samples + int(self.epoch_samples.sum()) + self.tail_samples
+        z = self.zombie
+        if z is not None:  # never together with a stall
+            if z.kind == "finished":
+                return n + z.samples
+            return self.load_samples + int(self.epoch_samples[: z.after_epoch].sum()) + z.samples
         if self.stall is None:
             return n
         s = self.stall
@@ -148,8 +169,28 @@ def _add_stalls(seed: int, specs: list[JobSpec], window: Window, count: int) -> 
         spec.stall = Stall(kind, after, samples, slow)
 
 
-def draw_jobs(seed: int, window: Window, hosts: list[Host], scale: float) -> list[JobSpec]:
-    """Anchors plus random jobs per GPU kind up to its target load, with a few stalled jobs."""
+ZOMBIE_KINDS = ("stuck_start", "hung", "finished")
+
+
+def _add_zombies(seed: int, specs: list[JobSpec], window: Window, count: int) -> None:
+    """Make `count` normal jobs without a stall zombies (kinds in turn), each 2 to 12 hours."""
+    rng = stream(seed, "zombies")
+    lo, hi = window.sample_at(window.month_start + 86400), window.sample_at(window.month_end - 4 * 86400)
+    pool = [s for s in specs if s.role == "normal" and s.stall is None and s.epochs >= 12 and lo <= s.submit < hi]
+    picked = rng.choice(len(pool), size=min(count, len(pool)), replace=False)
+    for n, i in enumerate(sorted(int(i) for i in picked)):
+        spec = pool[i]
+        kind = ZOMBIE_KINDS[n % len(ZOMBIE_KINDS)]
+        samples = int(rng.integers(2 * HOUR, 12 * HOUR + 1))
+        after = {"stuck_start": 0, "finished": spec.epochs}.get(kind)
+        if after is None:
+            after = int(rng.integers(2, spec.epochs - 1))
+        spec.zombie = Zombie(kind, after, samples)
+
+
+def draw_jobs(seed: int, window: Window, hosts: list[Host], scale: float, zombies: int = 0) -> list[JobSpec]:
+    """Anchors plus random jobs per GPU kind up to its target load, with a few stalled jobs,
+    and `zombies` zombie jobs (none in the demo month)."""
     specs = _anchors(seed, window)
     key = len(specs)
     n = window.n_samples
@@ -168,5 +209,7 @@ def draw_jobs(seed: int, window: Window, hosts: list[Host], scale: float) -> lis
             spec.submit = int(submit)
         specs.extend(drawn)
     _add_stalls(seed, specs, window, max(3, round(5 * scale)))
+    if zombies:
+        _add_zombies(seed, specs, window, zombies)
     specs.sort(key=lambda s: (s.submit, s.key))
     return specs

@@ -56,12 +56,12 @@ class MonthPlan:
         return host_samples(self.seed, self.window, host, runs, self.incidents)
 
 
-def plan_month(seed: int, month: str, timezone: str, scale: float) -> MonthPlan:
+def plan_month(seed: int, month: str, timezone: str, scale: float, zombies: int = 0) -> MonthPlan:
     window = Window.for_month(month, timezone)
     hosts = build_fleet(seed, scale)
     incidents = plan_incidents(hosts, window)
     segs = segments(window, DEMO_PRICES, DEMO_ENERGY_PRICES, [k.name for k in KINDS])
-    placed = schedule(draw_jobs(seed, window, hosts, scale), hosts, incidents, window)
+    placed = schedule(draw_jobs(seed, window, hosts, scale, zombies), hosts, incidents, window)
     labels = assign_labels(seed, [p.spec for p in placed])
     n = window.n_samples
     jobs = []

@@ -19,7 +19,7 @@ from .fleet import Gpu, Host
 from .incidents import Incidents
 from .rng import stream
 from .scheduler import Placement
-from .timeline import DIP, LOAD, STALL, STEADY, TAIL, Timeline
+from .timeline import DIP, LOAD, STALL, STEADY, TAIL, ZOMBIE, Timeline
 from .window import Window
 
 NO_OWNER = -1
@@ -31,6 +31,7 @@ _UTIL = {
     DIP: (30.0, 5.0, 20, 40),
     STALL: (None, 5.0, 10, 35),
     TAIL: (25.0, 6.0, 15, 38),
+    ZOMBIE: (0.5, 0.8, 0, 2),  # a process holding its GPU memory and waiting for nothing
 }
 
 

@@ -2,7 +2,8 @@
 
 Phases: data loading, steady training with a validation dip at the end of every epoch, an
 optional stall (snapped to the grain so whole grain intervals are low) and the convergence
-tail (final validation on the best weights, plots, export).
+tail (final validation on the best weights, plots, export); a zombie job (jobs.Zombie) holds
+its GPUs idle instead of training on, or after its tail.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from .constants import SAMPLES_PER_GRAIN
 from .jobs import JobSpec
 
-LOAD, STEADY, DIP, STALL, TAIL = 1, 2, 3, 4, 5
+LOAD, STEADY, DIP, STALL, TAIL, ZOMBIE = 1, 2, 3, 4, 5, 6
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Timeline:
     epoch_end: np.ndarray  # per epoch: sample offset (from the job start) at which it ended, exclusive
     epoch_slow: np.ndarray  # per epoch: reported during a stall
     stall: tuple[int, int] | None  # [start, end) offsets of the stall
+    zombie_start: int | None = None  # offset at which a zombie job stops working (it ends with the job)
 
     @property
     def samples(self) -> int:
@@ -53,8 +55,10 @@ def build_timeline(spec: JobSpec, start: int) -> Timeline:
         add(STEADY, -(start + offset) % SAMPLES_PER_GRAIN)
         stall = (offset, offset + st.samples)
 
+    z = spec.zombie
+    last = spec.epochs if z is None or z.kind == "finished" else z.after_epoch
     e = 0
-    while e < spec.epochs:
+    while e < last:
         if st is not None and e == st.after_epoch and st.kind in ("hang", "slow"):
             begin_stall()
             if st.kind == "slow":
@@ -74,9 +78,14 @@ def build_timeline(spec: JobSpec, start: int) -> Timeline:
     if st is not None and st.kind == "final":
         begin_stall()
         add(STALL, st.samples)
-    add(TAIL, spec.tail_samples)
+    if z is None or z.kind == "finished":
+        add(TAIL, spec.tail_samples)
+    zombie = None
+    if z is not None:
+        zombie = offset
+        add(ZOMBIE, z.samples)
     codes, lengths = zip(*runs)
     tl = Timeline(np.array(codes, np.uint8), np.array(lengths, np.int64), np.array(ends, np.int64),
-                  np.array(slow, bool), stall)
+                  np.array(slow, bool), stall, zombie)
     assert tl.samples == spec.duration_at(start), (spec.key, tl.samples, spec.duration_at(start))
     return tl

@@ -29,8 +29,9 @@ SELECT
     p.policy_order,
     CASE p.policy
         WHEN 'idle_reclaim' THEN printf(
-            'release a job after %g min under %g %% utilization with no epoch ending, except %g min before each epoch end and after the last',
-            s.idle_reclaim_seconds / 60, s.idle_reclaim_util_percent, s.idle_reclaim_protect_seconds / 60)
+            'release a job after %g min under %g %% utilization with no epoch ending, except until its first epoch ends (at most %g min after its start), %g min before each epoch end and after the last',
+            s.idle_reclaim_seconds / 60, s.idle_reclaim_util_percent, coalesce(s.idle_reclaim_grace_seconds, 0) / 60,
+            s.idle_reclaim_protect_seconds / 60)
         ELSE printf('stop a job after %g h under %g %% utilization with its training loss improving by less than %g',
             s.breaker_min_seconds / 3600, s.breaker_util_percent, s.breaker_loss_delta)
     END AS rule,

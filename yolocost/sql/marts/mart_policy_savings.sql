@@ -5,12 +5,16 @@
 -- stop points fall on interval starts, and an interval counts whole.
 -- Policies ([policies] and [thresholds] breaker_*, through settings):
 --   idle_reclaim: an interval is quiet when the job's utilization is under
---     idle_reclaim_util_percent, no epoch of the job ends in it, and it does not overlap a
+--     idle_reclaim_util_percent, the job made no progress in it (no epoch of the job, with its
+--     loss, ends in it), it starts after the job's start-up grace, and it does not overlap a
 --     protected phase: the idle_reclaim_protect_seconds before each epoch end (Ultralytics
 --     validates and saves its checkpoint before it records the epoch) and after the job's last
---     epoch end (the final validation of the best weights). The job is stopped once a run of
---     consecutive quiet intervals has lasted idle_reclaim_seconds (rounded up to the grain):
---     stop_at = the run's start + that time.
+--     epoch end (the final validation of the best weights). Start-up grace: from the job's
+--     start (jobs.start_time, else its first interval of the month) until its first epoch
+--     ends (a YOLO job loads and caches its data while the GPU waits for the first batch),
+--     but at most idle_reclaim_grace_seconds, so a job that never trains is still released.
+--     The job is stopped once a run of consecutive quiet intervals has lasted
+--     idle_reclaim_seconds (rounded up to the grain): stop_at = the run's start + that time.
 --   breaker: a breaker stretch (int_breaker_runs: consecutive intervals under
 --     breaker_util_percent) stops the job once it has lasted breaker_min_seconds (rounded up to
 --     the grain) with the training loss improving by less than breaker_loss_delta over what the
@@ -45,13 +49,28 @@ epochs AS (
            e.ts = max(e.ts) OVER (PARTITION BY e.job_id) AS is_last
     FROM stg_training_epochs AS e
 ),
+grace AS (
+    -- the end of each job's start-up grace: its first epoch end, at most grace_seconds after its start
+    SELECT
+        iv.job_id,
+        iv.month,
+        least(coalesce(any_value(j.start_time), min(iv.interval_start))
+                  + to_seconds(CAST(any_value(s.idle_reclaim_grace_seconds) AS BIGINT)),
+              (SELECT min(e.ts) FROM epochs AS e WHERE e.job_id = iv.job_id)) AS grace_end
+    FROM iv
+    CROSS JOIN settings AS s
+    LEFT JOIN stg_jobs AS j ON j.job_id = iv.job_id
+    GROUP BY iv.job_id, iv.month
+),
 quiet AS (
     SELECT
         iv.*,
         iv.slot - row_number() OVER (PARTITION BY iv.job_id, iv.month ORDER BY iv.interval_start) AS island
     FROM iv
     CROSS JOIN settings AS s
+    JOIN grace AS g ON g.job_id = iv.job_id AND g.month = iv.month
     WHERE iv.util_mean < s.idle_reclaim_util_percent
+      AND iv.interval_start >= g.grace_end
       AND NOT EXISTS (
           SELECT 1 FROM epochs AS e
           WHERE e.job_id = iv.job_id
