@@ -171,9 +171,11 @@ def test_whatif_prints_the_policies_per_project_and_job(month_db):
     out = result.stdout
     assert "Replayed at the grain of the usage rows (5 min)" in out and "exact to one grain" in out
     # the headline is the saving net of false positives, with the count beside it
-    assert (f"would have saved {cost(29, 2) + cost(32, 2):.2f} USD net of false positives (10.1 GPU-hours): "
-            "stopped 2 job(s), 0 of them false positive(s)") in out  # 36.60
-    assert ("would have saved 7.20 USD net of false positives (2.0 GPU-hours): stopped 2 job(s), 1 of them false "
+    # 10.1 GPU-hours over March's 744 hours: 0.0136 GPUs freed on average
+    assert (f"would have saved {cost(29, 2) + cost(32, 2):.2f} USD net of false positives (10.1 GPU-hours, 0.01 GPUs "
+            "freed on average over the month): stopped 2 job(s), 0 of them false positive(s)") in out  # 36.60
+    assert ("would have saved 7.20 USD net of false positives (2.0 GPU-hours, 0.00 GPUs freed on average over the "
+            "month): stopped 2 job(s), 1 of them false "
             "positive(s) (training improved after the stop; their 7.20 USD not counted); gross 4.0 GPU-hours, "
             "14.40 USD") in out
     assert re.search(r"late-improver\s+p1\s+bob\s+2026-03-02 03:00\s+2\.0\s+7\.20\s+yes: loss 0\.9000 -> 0\.6000", out)
@@ -443,3 +445,18 @@ def test_idle_reclaim_at_the_defaults_catches_every_planted_zombie_with_few_fals
     false = [j for j in got if j not in caught]
     assert len(false) <= 0.10 * len(got)
     assert not any(fp for _, fp in got.values())  # no stopped job improved later
+
+
+def test_a_saving_in_whole_gpus_is_its_gpu_hours_over_the_months_hours():
+    """720 GPU-hours saved in a 30-day month free one GPU; Europe/Berlin's March has 743 hours
+    (the clocks go forward), October 745; 372 GPU-hours in a 744-hour UTC March are half a GPU."""
+    from zoneinfo import ZoneInfo
+
+    from yolocost.whatif import gpus_freed, month_hours
+
+    assert month_hours("2026-04", ZoneInfo("UTC")) == 720
+    assert month_hours("2026-03", ZoneInfo("Europe/Berlin")) == 743
+    assert month_hours("2026-10", ZoneInfo("Europe/Berlin")) == 745
+    assert gpus_freed(Decimal("720.0"), Decimal(720)) == Decimal("1.00")
+    assert gpus_freed(Decimal("372.0"), month_hours("2026-03", ZoneInfo("UTC"))) == Decimal("0.50")
+    assert gpus_freed(Decimal("13000.0"), Decimal(745)) == Decimal("17.45")

@@ -9,7 +9,8 @@ project's report, a project's figure is the sum of its jobs' cents and a policy'
 sum of its projects'. GPU-hours are rounded to 0.1 h the same way. The headline figure is the
 saving net of false positives (`net_cost`: the stops after which the job's training did not
 improve; a false stop saves nothing), always shown with the false-positive count and the
-gross figure (`cost`, every stop). `yolocost whatif` and the
+gross figure (`cost`, every stop), and in whole GPUs (`gpus_freed`: the net GPU-hours over the
+month's hours). `yolocost whatif` and the
 reports' "What policies would have saved" section both use `collect`.
 """
 
@@ -48,6 +49,20 @@ def _local(ts: dt.datetime | None, tz: ZoneInfo) -> str:
     return "" if ts is None else ts.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
+def month_hours(month: str, tz: ZoneInfo) -> Decimal:
+    """Hours from the month's first local midnight to the next month's (743 or 745 in a DST month)."""
+    year, mon = int(month[:4]), int(month[5:7])
+    start = dt.datetime(year, mon, 1, tzinfo=tz)
+    end = dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz)
+    return Decimal(int((end.astimezone(dt.timezone.utc) - start.astimezone(dt.timezone.utc)).total_seconds())) / 3600
+
+
+def gpus_freed(gpu_hours: Decimal, hours: Decimal) -> Decimal:
+    """A saving in whole GPUs: the GPU-hours it frees over the month's hours, to 0.01 GPU (how
+    many GPUs the cluster could do without, on average over the month)."""
+    return money.round_cents(Decimal(gpu_hours) / hours, 2) if hours else Decimal("0.00")
+
+
 def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, timezone: str, currency: str,
             limit: int | None = TOP_JOBS) -> dict | None:
     """Each policy's savings in `month`: totals, per project and the top `limit` jobs (None:
@@ -65,6 +80,7 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
                trigger_start, stop_at, saved_intervals, saved_gpu_seconds, saved_cost, false_positive, fp_reason
         FROM mart_policy_savings WHERE month = ?{scope}
         ORDER BY policy, saved_cost DESC, job_id""", [month, *params])
+    hours = month_hours(month, tz)
     out = []
     for p in policies:
         jobs = [j for j in stopped if j["policy"] == p["policy"]]
@@ -98,6 +114,7 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
             "net_cost": sum((r["net_cost"] for r in by_project), money.round_cents(0, places)),
             "projects": by_project, "jobs": jobs if limit is None else jobs[:limit],
         })
+        out[-1]["gpus_freed"] = gpus_freed(out[-1]["net_gpu_hours"], hours)
     grain = policies[0]["grain_seconds"]
     return {"month": month, "currency": currency, "timezone": timezone, "grain_seconds": grain, "resolution": resolution(grain),
             "jobs_replayed": replayed, "policies": out}
@@ -152,7 +169,8 @@ def to_table(result: dict) -> str:
     for p in result["policies"]:
         lines.append(f"{p['title']} ({p['policy']}): {p['rule']}")
         lines.append(f"  would have saved {_money(p['net_cost'])} {cur} net of false positives "
-                     f"({p['net_gpu_hours']} GPU-hours): stopped {p['jobs_stopped']} job(s), "
+                     f"({p['net_gpu_hours']} GPU-hours, {p['gpus_freed']} GPUs freed on average over the month): "
+                     f"stopped {p['jobs_stopped']} job(s), "
                      f"{p['false_positives']} of them false positive(s) (training improved after the stop; "
                      f"their {_money(p['cost'] - p['net_cost'])} {cur} not counted); "
                      f"gross {p['gpu_hours']} GPU-hours, {_money(p['cost'])} {cur}")
