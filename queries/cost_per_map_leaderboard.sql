@@ -1,22 +1,53 @@
 -- title: Cost-per-mAP leaderboard
--- description: Model configs and image tags of the jobs that finished in the month, cheapest mAP50 point first: runs, mean mAP50 and mAP50-95, training hours, peak memory, mean cost per run and cost per mAP point. Mean cost per run is the report's leaderboard figure: the exact mean over whole jobs (all the months they ran in) rounded half up to the currency's minor unit; cost per mAP point is a rate, shown to 4 decimals.
+-- description: Every model config and image tag with at least one finished run (final validation) that ended in the month, cheapest mAP50 point first, ranked 1 = best value: runs, mean mAP50 and mAP50-95, training hours, peak memory, the runs' cost, mean cost per run and cost per mAP point. Cost is the sum of the runs' cent-ledger cents (ledger_job_month, every month each run ran in up to this one): the cents the reports print. Mean cost per run is that sum / runs, rounded half up to the currency's minor unit, as the reports print it; cost per mAP point is a rate on the same cents, cost / runs / (mean mAP50 x 100), shown to 4 decimals. With project set, only that project's own runs (the project report's leaderboard).
 -- param: month MONTH: the month, YYYY-MM
+-- param: project VARCHAR = all: one project's own runs, or all
 --
--- Why the arithmetic: a mean over runs is not a sum of the ledger's cents, so the report
--- rounds mart_leaderboard's exact mean half up to the currency's minor unit when it prints it;
--- this query does the same in whole nano-units, to the minor unit of the ledger's currency
--- (not always cents: JPY has none). One SELECT, as every named query.
+-- Why the arithmetic: money comes from the ledger, never from the exact marts rounded on
+-- their own, so each run's cost is its ledger cents and a configuration's cost their sum; a
+-- mean or a cost per point is a rate on those cents. The mean is rounded half up in whole
+-- minor units of the ledger's currency (not always cents: JPY has none). One SELECT, as
+-- every named query; yolocost.report.data.leaderboard computes the same board.
 WITH minor AS (
     -- the currency's minor unit: ledger_charges.cost is DECIMAL(38, places); `unit` is one
     -- minor unit as a value of that type (coalesce takes the type of the ledger's cost)
-    SELECT CAST(10 ** (9 - numeric_scale) AS BIGINT) AS nanos_per_unit,
+    SELECT CAST(10 ** numeric_scale AS BIGINT) AS units_per_one,
            coalesce((SELECT cost FROM ledger_charges WHERE false),
                     CAST(10 ** (4 - numeric_scale) AS BIGINT) * CAST(0.0001 AS DECIMAL(38, 4))) AS unit
     FROM information_schema.columns
     WHERE table_catalog = current_database() AND table_schema = 'main'
       AND table_name = 'ledger_charges' AND column_name = 'cost'
+),
+job_cents AS (
+    SELECT job_id, sum(cost) AS cents FROM ledger_job_month WHERE month <= $month GROUP BY job_id
+),
+board AS (
+    SELECT
+        j.model_type,
+        j.image_tag,
+        count(*) AS runs,
+        avg(j.map50 ORDER BY j.job_id) AS mean_map50,
+        avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
+        avg(epoch(j.last_interval) - epoch(j.first_interval) + s.grain_seconds ORDER BY j.job_id) / 3600 AS mean_training_hours,
+        avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours,
+        max(j.mem_peak_mib) AS peak_mem_mib,
+        coalesce(sum(c.cents), 0) AS cost
+    FROM mart_job_by_month AS j
+    CROSS JOIN settings AS s
+    LEFT JOIN job_cents AS c USING (job_id)
+    WHERE j.month = $month AND j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL
+      AND ($project = 'all' OR (j.project = $project AND j.bucket = 'project'))
+    GROUP BY j.model_type, j.image_tag
+),
+rated AS (
+    SELECT *,
+           CAST(cost AS DOUBLE) / runs / nullif(mean_map50 * 100, 0) AS cost_per_map50_point,
+           CAST(cost AS DOUBLE) / runs / nullif(mean_map50_95 * 100, 0) AS cost_per_map50_95_point
+    FROM board
 )
 SELECT
+    row_number() OVER (ORDER BY b.cost_per_map50_point ASC NULLS LAST, coalesce(b.model_type, ''),
+                       coalesce(b.image_tag, '')) AS rank,
     b.model_type,
     b.image_tag,
     b.runs,
@@ -25,11 +56,12 @@ SELECT
     round(b.mean_training_hours, 2) AS mean_training_hours,
     round(b.mean_gpu_hours, 2) AS mean_gpu_hours,
     round(b.peak_mem_mib / 1024, 1) AS peak_mem_gib,
-    CAST((CAST(b.mean_cost_per_run * 1000000000 AS HUGEINT) + m.nanos_per_unit // 2) // m.nanos_per_unit
-         AS DECIMAL(38, 0)) * m.unit AS mean_cost_per_run,
+    b.cost,
+    -- half up: (2 x minor units + runs) // (2 x runs)
+    CAST((CAST(b.cost * m.units_per_one AS HUGEINT) * 2 + b.runs) // (2 * b.runs) AS DECIMAL(38, 0)) * m.unit
+        AS mean_cost_per_run,
     round(b.cost_per_map50_point, 4) AS cost_per_map50_point,
     round(b.cost_per_map50_95_point, 4) AS cost_per_map50_95_point
-FROM mart_leaderboard AS b
+FROM rated AS b
 CROSS JOIN minor AS m
-WHERE b.month = $month
-ORDER BY b.cost_per_map50_point ASC NULLS LAST, b.model_type, b.image_tag
+ORDER BY rank

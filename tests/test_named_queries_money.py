@@ -40,7 +40,7 @@ ALL_MONTHS = {"estimate_inputs"}  # takes no month
 # whole: a new query or column that shows money fails until it is listed and checked here.
 MONEY = {
     "breaker_candidates": {"savings"},
-    "cost_per_map_leaderboard": {"mean_cost_per_run"},
+    "cost_per_map_leaderboard": {"cost", "mean_cost_per_run"},
     "density_by_image_tag": {"cost"},
     "estimate_inputs": {"cost"},
     "gpu_model_capacity": {"cost", "unallocated_cost"},
@@ -324,7 +324,8 @@ def test_leaderboard_mean_cost_per_run_is_the_printed_one(built):
     assert len(rows) == len(board)
     places = printed["places"]
     for r, b in zip(rows, board):
-        assert (r["model_type"], r["image_tag"]) == (b["model_type"], b["image_tag"])
+        assert (r["rank"], r["model_type"], r["image_tag"]) == (b["rank"], b["model_type"], b["image_tag"])
+        assert r["cost"] == b["cents"]  # the runs' ledger cents, summed
         assert f"{r['mean_cost_per_run']:,.{places}f}" == templating.money(b["mean_cost_per_run"], "", places)
         assert r["mean_cost_per_run"] == r["mean_cost_per_run"].quantize(Decimal(1).scaleb(-places))
 

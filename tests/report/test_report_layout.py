@@ -260,13 +260,20 @@ def test_the_headline_cards_sit_in_one_row(rendered):
         assert lefts == sorted(lefts) and len(set(lefts)) == len(lefts), (stem, found)  # side by side, in order
 
 
-def test_the_leaderboard_says_what_bubble_size_means_in_html_and_pdf(rendered):
+def test_the_leaderboard_says_what_bubble_size_means_in_html_and_which_rows_print(rendered):
+    """The HTML page explains its hover-only bubble chart; the PDF has no bubble chart but the
+    ranked one, and prints the best and the worst 10 of a longer board, saying how many lie
+    between (the sample month: 168 configurations, 51 to 56 per project)."""
     require_tools(poppler=True)
     for stem in ("admin", rendered.stems()[1]):
         page = rendered.file(stem, "html").read_text(encoding="utf-8")
-        shown = _text(re.sub(r"<script\b.*?</script>", "", page, flags=re.S))  # the page, not the figure data
-        for text in (pdf_text(rendered.file(stem, "pdf")), shown):
-            assert re.search(r"bubble size[^.]*number of runs", " ".join(text.split()), re.I), stem
+        shown = " ".join(_text(re.sub(r"<script\b.*?</script>", "", page, flags=re.S)).split())  # not the figure data
+        printed = " ".join(pdf_text(rendered.file(stem, "pdf")).split())
+        assert re.search(r"bubble size[^.]*number of runs", shown, re.I), stem
+        assert not re.search(r"bubble size", printed, re.I), stem
+        found = re.search(r"… (\d+) configurations ranked #11 to #(\d+)", printed)
+        assert found and int(found.group(2)) - 10 == int(found.group(1)), stem
+        assert re.search(r"best and the worst 10 of \d+ configurations", printed), stem
 
 
 # --------------------------------------------------------------------------- the figures
@@ -313,7 +320,7 @@ def test_every_money_axis_names_the_currency(figures):
                 layout_axis = fig.layout.xaxis if axis == "x" else fig.layout.yaxis
                 assert names_currency(layout_axis, currency), (project, name, axis, layout_axis.title.text)
                 seen.add(name)
-    assert seen == {"daily", "projects", "users", "gpu_models", "image_tags", "idle_waste", "leaderboard", "breakers",
+    assert seen == {"daily", "projects", "users", "gpu_models", "image_tags", "idle_waste", "leaderboard", "leaderboard_rank", "breakers",
                     "tag_violations", "trend"}
 
 

@@ -201,6 +201,7 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
         "thresholds": config.thresholds,
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "top": data.TOP,
+        "leaderboard_ends": charts.LEADERBOARD_ENDS,  # the PDF prints the best and the worst this many
         "r": report,
     }
 
@@ -466,7 +467,8 @@ def _render(config: Config, month: str, chosen, formats, reports, figures, page,
             with pdf.SvgExporter(chromium) as exporter:
                 for audience in chosen:  # each report prints while the next one's charts export
                     begun = time.monotonic()
-                    mine = dict(zip(figures[audience], exporter.svgs(list(figures[audience].values()))))
+                    printed = {n: f for n, f in figures[audience].items() if n not in charts.HTML_ONLY}
+                    mine = dict(zip(printed, exporter.svgs(list(printed.values()))))
                     exporting += time.monotonic() - begun
                     text = page.render(
                         **_context(config, month, audience, reports[audience]), fmt="pdf",

@@ -260,6 +260,57 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
     return fig
 
 
+LEADERBOARD_ENDS = 10  # the ranked chart shows the best and the worst this many of a longer board
+HTML_ONLY = frozenset({"leaderboard"})  # hover-only figures the PDF leaves out (print has a labelled one)
+
+
+def leaderboard_ends(found: list[dict], ends: int = LEADERBOARD_ENDS) -> tuple[list[dict], list[dict], int]:
+    """The best and the worst `ends` rows of a ranked board (the whole board when it has no
+    more than 2 x ends rows: then the second list is empty), and how many lie between."""
+    if len(found) <= 2 * ends:
+        return list(found), [], 0
+    return list(found[:ends]), list(found[-ends:]), len(found) - 2 * ends
+
+
+def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_ENDS) -> go.Figure | None:
+    """The leaderboard for paper: one labelled horizontal bar per configuration (rank, model
+    config, image tag) with its cost per mAP50 point printed beside it, best value at the top;
+    of a longer board the best and the worst `ends`, with a line saying how many lie between."""
+    priced = [r for r in found if r["cost_per_map50_point"] is not None]
+    if not priced:
+        return None
+    best, worst, between = leaderboard_ends(priced, ends)
+    label = lambda r: f"#{r['rank']} {esc(r['model_type'] or '(no model)')} · {esc(r['image_tag'] or '(no tag)')}"  # noqa: E731
+    hover = (f"%{{y}}: %{{x:,.2f}} {currency} per mAP50 point<br>%{{customdata[0]}} run(s), mAP50 "
+             f"%{{customdata[1]:.3f}}, %{{customdata[2]:,.2f}} {currency} per run<extra></extra>")
+
+    def bars(rows: list[dict], name: str, color: str) -> go.Bar:
+        return go.Bar(
+            y=[label(r) for r in rows], x=[_f(r["cost_per_map50_point"]) for r in rows], orientation="h",
+            name=name, marker_color=color, text=[f"{_f(r['cost_per_map50_point']):,.2f}" for r in rows],
+            textposition="outside", cliponaxis=False,
+            customdata=[[r["runs"], _f(r["mean_map50"]), _f(r["mean_cost_per_run"])] for r in rows],
+            hovertemplate=hover)
+
+    fig = go.Figure()
+    if not worst:
+        fig.add_trace(bars(best, "cost per mAP50 point", PALETTE[0]))
+        title = f"Cost per mAP50 point, all {len(best)} configurations, best value first ({currency})"
+        order = [label(r) for r in best]
+    else:
+        gap = f"… {between} more ranked #{best[-1]['rank'] + 1} to #{worst[0]['rank'] - 1} …"
+        fig.add_trace(bars(best, f"best {len(best)}", PALETTE[2]))
+        fig.add_trace(go.Bar(y=[gap], x=[None], orientation="h", showlegend=False, hoverinfo="skip"))
+        fig.add_trace(bars(worst, f"worst {len(worst)}", PALETTE[3]))
+        title = (f"Cost per mAP50 point: the best and the worst {ends} of {len(priced)} configurations "
+                 f"({between} between) ({currency})")
+        order = [label(r) for r in best] + [gap] + [label(r) for r in worst]
+    n = len(order)
+    _layout(fig, title, max(220, n * 22 + 110), showlegend=bool(worst), bargap=0.25)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, autorange="reversed")
+    fig.update_xaxes(**_money(currency, "Cost per mAP50 point"), rangemode="tozero")
+    return fig
+
 def breakers(section: dict, currency: str) -> go.Figure | None:
     found = section["rows"][:MAX_BARS]
     if not found:
@@ -359,6 +410,7 @@ def build(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
         "density": density(report["density"]),
         "idle_waste": idle_waste(report["idle_waste"], currency, admin),
         "leaderboard": leaderboard(report["leaderboard"], currency),
+        "leaderboard_rank": leaderboard_rank(report["leaderboard"], currency),
         "breakers": breakers(report["breakers"], currency),
         "tag_violations": tag_violations(report["tag_violations"], currency),
     }
