@@ -169,9 +169,16 @@ def applicability_criteria() -> list[str]:
     return sorted(c for c, passed in criteria_table().items() if passed)
 
 
-def defect_rules() -> dict[str, str]:
-    """{rule id: why it is the validator's defect} from the doc's "Validator defects" table."""
-    return {cells[0]: cells[1] for cells in doc_table("Validator defects")}
+ZERO_DECIMAL_DEFECTS = "Validator defects in a currency without minor units"
+
+
+def defect_rules(minor_units: int = 2) -> dict[str, str]:
+    """{rule id: why it is the validator's defect} from the doc's "Validator defects" table, and
+    for a currency without minor units (costs in whole units) its table of those too."""
+    found = {cells[0]: cells[1] for cells in doc_table("Validator defects")}
+    if minor_units == 0:
+        found.update({cells[0]: cells[1] for cells in doc_table(ZERO_DECIMAL_DEFECTS)})
+    return found
 
 
 # --------------------------------------------------------------------------- running it
@@ -217,9 +224,10 @@ def _run(command: list[str], workdir: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
-def validate(csv: Path, workdir: Path, criteria: list[str] | None = None) -> Verdict:
+def validate(csv: Path, workdir: Path, criteria: list[str] | None = None, minor_units: int = 2) -> Verdict:
     """Run the validator on `csv` (in `workdir`) with the doc's applicability criteria and
-    split its failures (see the module doc)."""
+    split its failures (see the module doc); `minor_units` is the decimals of the CSV's
+    currency (0: the defects of whole-unit costs are excused too)."""
     check_installed()
     criteria = applicability_criteria() if criteria is None else criteria
     workdir.mkdir(parents=True, exist_ok=True)
@@ -230,7 +238,7 @@ def validate(csv: Path, workdir: Path, criteria: list[str] | None = None) -> Ver
         raise AssertionError(f"focus-validator exited {proc.returncode} on {csv} without a report:\n"
                              f"{(proc.stderr or proc.stdout)[-4000:]}")
     verdict = Verdict(Path(csv), criteria, parse_junit(report), workdir)
-    excused_ids = set(defect_rules())
+    excused_ids = set(defect_rules(minor_units))
     failed = set(verdict.failed)
 
     def excused(rule_id: str, seen: frozenset = frozenset()) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -596,6 +597,13 @@ def test_sku_columns_name_the_meter_the_price_and_its_properties(mixed_db, tmp_p
         ("energy", "Energy", "Energy", ""),
     }
     assert {r["InvoiceId"] for r in rows} == {"c1-2026-03"}
+    # the 1g.10gb profile is priced per instance-hour: 50 intervals of 300 s from 21:00 on 2 March,
+    # 36 of them that day (3.000000000 instance-hours at 0.55) and 14 on 3 March
+    mig = [(r["x_ChargeDate"], r["PricingUnit"], r["ConsumedUnit"], r["PricingQuantity"]) for r in rows
+           if r["SkuId"] == "A100 1g.10gb"]
+    assert mig == [("2026-03-02", "Instance-Hours", "Instance-Hours", "3.000000000"),
+                   ("2026-03-03", "Instance-Hours", "Instance-Hours", "1.166666667")]
+    assert {r["PricingUnit"] for r in rows if r["SkuId"] in ("A100", "T4")} == {"GPU-Hours"}
     # p2's A100 time on 2 March at 2.93: half of g1 for 48 intervals (2 h), g2 for 12 (1 h) and the
     # 3g.40gb instance for 36, each 300 s x 3/7 = 128.571429 s (6 decimals): 4628.571444 s =
     # 1.285714290 h; 4.285714290 GPU-hours in all
@@ -696,3 +704,18 @@ def test_an_unknown_configured_focus_version_is_one_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match=r"reports.focus_version: must be 1.2 or 1.3, got '1.4'"):
         make_config(tmp_path, reports={"focus_version": "1.4"})
+    assert make_config(tmp_path, reports={"focus_version": 1.3}).focus_version == "1.3"  # unquoted in the TOML
+
+
+def test_allocation_numbers_are_plain_decimals_even_when_zero(built_db, tmp_path):
+    """A payer whose GPU drew no energy beside one that did: its AllocatedRatio and UsageQuantity
+    are 0, written as plain decimals as every number in the file (never 0E-12)."""
+    usage = (usage_run("2026-03-02T00:00Z", 12, "g1", "j1", energy_mj=JOULES_300W)
+             + usage_run("2026-03-02T00:00Z", 12, "g2", "j2", energy_mj=0, index=1))
+    db = built_db(usage, jobs=[job_row("j1", project="p1"), job_row("j2", project="p2")],
+                  prices=[("A100", "1.00")], energy_prices=["0.21"])
+    rows = _export_rows(db, "2026-03", "1.3", tmp_path)
+    energy = {r["AllocatedResourceId"]: r["AllocatedMethodDetails"] for r in rows if r["x_ChargeKind"] == "energy"}
+    assert '"AllocatedRatio":0.000000000000,' in energy["p2"] and '"UsageQuantity":0.000000000,' in energy["p2"]
+    assert '"AllocatedRatio":1.000000000000,' in energy["p1"]
+    assert not re.search(r"\d[eE][-+]?\d", "".join(r["AllocatedMethodDetails"] for r in rows))

@@ -142,3 +142,30 @@ def test_an_archived_month_is_shown_as_built_in_its_own_currency(folder):
     assert export.returncode == 0 and "USD)" in export.stdout and "EUR" not in export.stdout, export.stdout
     assert f"{MONTH} is archived" in export.stderr and "cluster.currency 'USD'" in export.stderr
     assert files(folder) == before
+
+
+def test_a_month_built_by_an_older_yolocost_asks_for_a_rebuild_not_an_old_config(folder):
+    """A database built before a setting existed: its build record has no such setting and other
+    model definitions. No config the user could write reads it; the one line says to rebuild."""
+    import json
+
+    import duckdb
+
+    con = duckdb.connect(str(folder / "yolocost.duckdb"))
+    try:
+        doc = json.loads(con.execute("SELECT built_with FROM month_builds WHERE month = ?", [MONTH]).fetchone()[0])
+        settings = doc["settings"]
+        dropped = "idle_reclaim_grace_seconds"
+        del settings[dropped]
+        doc["models"] = "an older version"
+        con.execute("UPDATE month_builds SET built_with = ?, fingerprint = 'older' WHERE month = ?",
+                    [json.dumps(doc), MONTH])
+    finally:
+        con.close()
+    line = assert_one_line_error(run(folder, "export", "finance", "--month", MONTH),
+                                 f"{MONTH} was built by an older yolocost (no policies.idle_reclaim_startup_grace_minutes",
+                                 "a setting added since (now 30); other model definitions",
+                                 f"run `yolocost build --month {MONTH}` to rebuild it")
+    assert "use the config it was built with" not in line
+    assert run(folder, "build").returncode == 0
+    assert run(folder, "export", "finance", "--month", MONTH).returncode == 0

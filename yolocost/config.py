@@ -233,6 +233,12 @@ class _Parser:
             raise self.fail(key, "must be a non-empty string")
         return value
 
+    def version(self, key: str, value: Any) -> str:
+        """A version such as "1.3", quoted or not (TOML reads 1.3 unquoted as a number)."""
+        if isinstance(value, float) and not isinstance(value, bool):
+            return repr(value)
+        return self.string(key, value)
+
     def boolean(self, key: str, value: Any) -> bool:
         if not isinstance(value, bool):
             raise self.fail(key, "must be true or false")
@@ -367,7 +373,7 @@ class _Parser:
         pricing = self.table(data, "pricing", {"default_price_per_gpu_hour"})
         allocation = self.table(data, "allocation", {"unallocated"})
         unallocated_policy = self.get(allocation, "allocation", "unallocated", self.string, "none")
-        focus_version = self.get(reports, "reports", "focus_version", self.string, "1.2")
+        focus_version = self.get(reports, "reports", "focus_version", self.version, "1.2")
         if focus_version not in FOCUS_VERSIONS:
             raise self.fail("reports.focus_version", f"must be {' or '.join(FOCUS_VERSIONS)}, got {focus_version!r}")
         if unallocated_policy not in ("none", "proportional"):

@@ -30,7 +30,8 @@ FOCUS decisions (dates as UTC instants 'YYYY-MM-DDTHH:MM:SSZ' as the spec requir
   priced MIG profile; null for energy). BilledCost = ListCost = ContractedCost = EffectiveCost
   = the row's cents.
 * PricingQuantity = ConsumedQuantity: GPU-hours (MIG instances as their share of a GPU) or
-  kWh, 9 decimals, as the ledger holds them. ListCost is ListUnitPrice x PricingQuantity
+  kWh, 9 decimals, as the ledger holds them; a MIG profile priced on its own is billed per
+  instance-hour (PricingUnit "Instance-Hours"). ListCost is ListUnitPrice x PricingQuantity
   rounded down or up to a whole minor unit (the month's largest-remainder rounding decides
   which, so that the rows add up to the month's total): |ListUnitPrice x PricingQuantity -
   ListCost| < 1 minor unit + 10^-9 per grain interval in the row (each interval's cost is held
@@ -340,6 +341,17 @@ def _sku_id(row: ledger.Charge) -> str:
     return key if key.startswith(row.gpu_model + " ") else row.gpu_model
 
 
+def _mig_priced(row: ledger.Charge) -> bool:
+    """Whether the row is time of a MIG profile priced on its own (price key '<model> <profile>')."""
+    return row.charge_kind == "gpu" and price_key(row).startswith(row.gpu_model + " ")
+
+
+def _pricing_unit(row: ledger.Charge) -> str:
+    """GPU-Hours, kWh, or Instance-Hours for a MIG profile priced on its own: its price is per
+    hour of one instance, and its quantity counts instance-hours (not a share of a GPU)."""
+    return "Instance-Hours" if _mig_priced(row) else row.pricing_unit
+
+
 def _sku_price_id(row: ledger.Charge) -> str:
     """FOCUS's SkuPriceId: the SKU price without its amount or dates (which FOCUS excludes, so
     the id stays the same across a price change and billing periods and the change shows in
@@ -409,7 +421,7 @@ def _allocation_columns(data: MonthCents) -> dict[int, dict[str, str]]:
         tags = _json(_origin_tags(rows[0]))
         for i, row, ratio in zip(members, rows, allocated_ratios(rows)):
             held = row.bucket != "unallocated"
-            details = {"Elements": [{"AllocatedRatio": _Number(ratio.quantize(_RATIO)), "UsageUnit": row.pricing_unit,
+            details = {"Elements": [{"AllocatedRatio": _Number(ratio.quantize(_RATIO)), "UsageUnit": _pricing_unit(row),
                                      "UsageQuantity": _Number(Decimal(row.quantity).quantize(_NANO))}],
                        "x_OriginChargeId": origin}
             out[i] = {
@@ -427,7 +439,11 @@ def _allocation_columns(data: MonthCents) -> dict[int, dict[str, str]]:
 
 
 class _Number(str):
-    """A decimal written into JSON as a number, digit for digit (json would go through float)."""
+    """A decimal written into JSON as a number, digit for digit (json would go through float),
+    in plain notation (never 0E-9)."""
+
+    def __new__(cls, value: Decimal) -> "_Number":
+        return super().__new__(cls, f"{Decimal(value):f}")
 
 
 def _json_numbers(value) -> str:
@@ -491,14 +507,14 @@ def focus_rows(data: MonthCents, version: str = DEFAULT_FOCUS_VERSION) -> list[d
             "InvoiceIssuerName": data.cluster,
             "ListCost": billed,
             "PricingQuantity": quantity,
-            "PricingUnit": row.pricing_unit,
+            "PricingUnit": _pricing_unit(row),
             "ProviderName": data.cluster,
             "PublisherName": data.cluster,
             "ServiceCategory": SERVICE_CATEGORY,
             "ServiceName": SERVICE_NAME,
             "ChargeFrequency": "Usage-Based",
             "ConsumedQuantity": quantity,
-            "ConsumedUnit": row.pricing_unit,
+            "ConsumedUnit": _pricing_unit(row),
             "ContractedUnitPrice": price,
             "InvoiceId": invoice,
             "ListUnitPrice": price,

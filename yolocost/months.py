@@ -281,9 +281,17 @@ def _changes(built: dict, config: Config, month: str) -> list[tuple[str, str]]:
             continue
         if key == MODELS:
             out.append((key, "other model definitions (another yolocost version)"))
+        elif key not in then and key in now:  # a setting yolocost has gained since the build
+            out.append((key, f"no {key}, a setting added since (now {now[key]})"))
         else:
             out.append((key, f"{key} {then.get(key, 'unset')} (the config: {now.get(key, 'unset')})"))
     return out
+
+
+def _upgrade_only(changes: list[tuple[str, str]]) -> bool:
+    """Whether the month differs only by what a newer yolocost brings (model definitions,
+    settings it has added): no config it was built with would read it, only a rebuild."""
+    return bool(changes) and all(key == MODELS or text.startswith("no ") for key, text in changes)
 
 
 def _build_row(con: duckdb.DuckDBPyConnection, month: str) -> tuple | None:
@@ -339,6 +347,9 @@ def as_built(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> AsBu
     changes = stale(con, config, month)
     if changes is None:
         return AsBuilt(config)
+    if _upgrade_only(changes):
+        raise DataError(f"{month} was built by an older yolocost ({_listed_changes(changes)}): its stored figures "
+                        f"are stale; run `yolocost build --month {month}` to rebuild it")
     raise DataError(f"{month} was built with {_listed_changes(changes)}: its stored figures are stale; run "
                     f"`yolocost build --month {month}` to rebuild it, or use the config it was built with")
 
