@@ -44,11 +44,13 @@ MONEY = {
     "density_by_image_tag": {"cost"},
     "estimate_inputs": {"cost"},
     "gpu_model_capacity": {"cost", "unallocated_cost"},
+    "image_tag_comparison": {"cost", "cost_per_epoch"},
     "most_expensive_jobs": {"cost"},
     "policy_savings": {"saved"},
     "project_month_over_month": {"previous_cost", "cost", "change"},
     "tag_policy_violations": {"cost"},
     "top_idle_wasters": {"idle_cost", "cost"},
+    "ultralytics_version_share": {"cost"},
     "unallocated_by_host_day": {"unallocated_cost"},
     "user_costs": {"idle_cost", "cost"},
 }
@@ -288,6 +290,33 @@ def test_estimate_inputs_cost_is_the_jobs_ledger_cents(sample):
     assert rows
     for r in rows:
         assert r["cost"] == printed["job_cents"][r["job_id"]], r["job_id"]
+
+
+def test_image_tag_comparison_is_the_report_table_on_the_runs_ledger_cents(built):
+    """Each tag's cost is the sum of its runs' ledger cents of the month (the section prints the
+    query's rows); cost per epoch is a rate on those cents (cost / epochs, 4 decimals)."""
+    db_, printed = built
+    rows = run(db_, "image_tag_comparison")
+    shown = printed["tag_comparison"]
+    assert rows and [(r["model_type"], r["gpu_model"], r["image_tag"], r["cost"], r["cost_per_epoch"]) for r in rows] == [
+        (r["model_type"], r["gpu_model"], r["image_tag"], r["cost"], r["cost_per_epoch"]) for r in shown["rows"]]
+    assert total(rows, "cost") == shown["cents"]
+    assert total(rows, "cost") <= printed["summary"]["total"] - printed["summary"]["unallocated_cost"]
+    places = printed["places"]
+    for r in rows:
+        assert r["cost"] == r["cost"].quantize(Decimal(1).scaleb(-places))  # ledger cents, never rounded again
+        assert r["cost_per_epoch"] == pytest.approx(float(r["cost"]) / r["epochs"], abs=5.000001e-5)  # to 4 decimals
+
+
+def test_ultralytics_version_share_is_every_jobs_ledger_cents(built):
+    db_, printed = built
+    rows = run(db_, "ultralytics_version_share")
+    assert rows == printed["versions"]["rows"]
+    summary = printed["summary"]
+    assert total(rows, "cost") == printed["versions"]["cents"] == summary["total"] - summary["unallocated_cost"]
+    assert sum(r["jobs"] for r in rows) == len(printed["month_job_cents"])
+    assert sum((r["gpu_hours"] for r in rows), Decimal(0)) == sum(
+        (u["gpu_hours"] for u in printed["users"]), Decimal(0))
 
 
 # --------------------------------------------------------------------------- money no ledger holds

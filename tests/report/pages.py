@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import duckdb
 
+from yolocost import queries
 from yolocost.report import data
 
 _ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.S)
@@ -32,3 +34,9 @@ def collect(db, month: str, project: str | None) -> dict:
                             currency=db.config.currency)
     finally:
         con.close()
+
+
+def named_query(db, name: str, **params: str) -> list[dict]:
+    """The rows of a named query (queries/NAME.sql) run on a BuiltDb as `yolocost query` runs it."""
+    columns, rows = queries.run(Path(db.path), queries.resolve(name), params)
+    return [dict(zip(columns, r)) for r in rows]

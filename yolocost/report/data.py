@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import ledger, money, queries
+from .. import ledger, money, months, queries
 from ..errors import YolocostError
 from . import gpufit, ratecard, waste
 from .actions import actions, policy_notes
@@ -521,6 +521,112 @@ def leaderboard_from_jobs(con, month: str, project: str | None, timezone: str, g
     return found
 
 
+TAG_COMPARISON_QUERY = "image_tag_comparison"  # queries/: the section's rows, whole
+TAG_COMPARISON_PRINTED = 3  # the PDF prints each model type x GPU model's fastest this many tags
+# the named query's test for "every project"; a project's report drops it (see image_tag_comparison)
+_EVERY_PROJECT = "$project = 'all'"
+
+
+def _scoped_query(name: str, project: str | None) -> str:
+    """A named query that takes `project` (default 'all'), for one audience: a project's report
+    runs it with the query's "every project" test taken out, so that only `project = ? AND
+    bucket = 'project'` picks its rows (a project named "all" sees its own rows only)."""
+    sql = queries.resolve(name).sql
+    if project is not None:
+        if sql.count(_EVERY_PROJECT) != 1:
+            raise YolocostError(f"queries/{name}.sql: its project test {_EVERY_PROJECT!r} "
+                                "is not there once; a project report cannot be scoped")
+        sql = sql.replace(_EVERY_PROJECT, "false")
+    return sql
+
+
+def _query_rows(con, name: str, month: str, project: str | None) -> list[dict]:
+    if not months._has_column(con, "mart_job_by_month", "month_epochs"):
+        return []  # an archived month of a database no build has touched since month_epochs came
+    cur = con.execute(_scoped_query(name, project), {"month": month, "project": "all" if project is None else project})
+    names = [d[0] for d in cur.description]
+    return [{n: _stable(v) for n, v in zip(names, r)} for r in cur.fetchall()]
+
+
+def image_tag_comparison(con, month: str, project: str | None) -> dict:
+    """Image tags compared: the rows of the named query image_tag_comparison (per model type x
+    GPU model x image tag with a run that finished an epoch in the month: runs, epochs,
+    GPU-hours, epochs per GPU-hour, peak memory, fits per GPU, ledger cents and cost per epoch
+    as a rate on them, speed and memory against the model type x GPU model's fastest tag), so
+    the section and the query show the same figures. A project's report runs it with the
+    query's "every project" test taken out, so only `project = ? AND bucket = 'project'` picks
+    its rows (a project named "all" sees its own runs only). Each row gets `versus`, the
+    comparison in words ('fastest', or '-15.0 % speed, -33.3 % memory'), `group`, its place
+    among the model type x GPU model groups (for the table's banding), `rank_in_group` (1 =
+    the fastest) and `group_size` (the PDF prints the TAG_COMPARISON_PRINTED fastest of each
+    group); the totals are sums of all the rows (ledger tenths and cents)."""
+    found = _query_rows(con, TAG_COMPARISON_QUERY, month, project)
+    groups: list[tuple] = []
+    sizes: dict[tuple, int] = {}
+    for r in found:
+        key = (r["model_type"], r["gpu_model"])
+        if not groups or groups[-1] != key:
+            groups.append(key)
+        sizes[key] = sizes.get(key, 0) + 1
+        r["group"] = len(groups)
+        r["rank_in_group"] = sizes[key]  # the query lists a group's tags fastest first
+        r["gpu_model_short"] = gpufit.short_name(r["gpu_model"]) if r["gpu_model"] else r["gpu_model"]
+        r["versus"] = tag_versus(r)
+    for r in found:
+        r["group_size"] = sizes[(r["model_type"], r["gpu_model"])]
+    zero = money.round_cents(Decimal(0), _places.get())
+    return {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
+            "runs": sum(r["runs"] for r in found),
+            "epochs": sum(r["epochs"] for r in found),
+            "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
+            "cents": sum((r["cost"] for r in found), zero)}
+
+
+VERSION_QUERY = "ultralytics_version_share"  # queries/: GPU-hours and speed per Ultralytics version
+UNKNOWN_VERSION = "(unknown)"
+# The Ultralytics version an image tag names (the named query ultralytics_version_share holds
+# the same pattern): at the start of the tag or after one of - _ . / :, the word "ultralytics"
+# (then optionally - _ or :, then optionally v) or the letter "u", then two or three
+# dot-separated numbers, then the end of the tag or one of - _ / +; any case.
+# 'ultralytics-8.3.40', 'ultralytics8.3.40', 'train-yolov8-medium-cu118-u8.3.40' -> 8.3.40;
+# 'train-yolov10-medium-cu118' (cu118: its u follows a letter) and a bare 'v8.3.40' (it may be
+# the image's own version) name none, nor does the official image's bare '8.3.40' (the
+# image's repository is not kept, only its tag). No table records the version a runner ran.
+VERSION_PATTERN = r"(?i)(?:^|[-_./:])(?:ultralytics[-_:]?v?|u)(\d+\.\d+(?:\.\d+)?)(?:$|[-_/+])"
+_VERSION = re.compile(VERSION_PATTERN)
+
+
+def ultralytics_version(tag: str | None) -> str | None:
+    """The Ultralytics version an image tag names (VERSION_PATTERN), or None."""
+    found = _VERSION.search(tag or "")
+    return found.group(1) if found else None
+
+
+def ultralytics_versions(con, month: str, project: str | None) -> dict:
+    """The rows of the named query ultralytics_version_share for the audience: per version the
+    jobs, GPU-hours (ledger tenths) and their share, cost (ledger cents), the runs that
+    finished an epoch, their epochs and epochs per GPU-hour; '(unknown)' last. Totals are sums
+    of the rows."""
+    found = _query_rows(con, VERSION_QUERY, month, project)
+    zero = money.round_cents(Decimal(0), _places.get())
+    return {"rows": found, "known": sum(1 for r in found if r["ultralytics_version"] != UNKNOWN_VERSION),
+            "jobs": sum(r["jobs"] for r in found), "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
+            "cents": sum((r["cost"] for r in found), zero), "epochs": sum(r["epochs"] for r in found),
+            "runs_with_epochs": sum(r["runs_with_epochs"] for r in found)}
+
+
+def tag_versus(row: dict) -> str:
+    """A tag against the fastest tag of its model type x GPU model, in words."""
+    if row["image_tag"] == row["fastest_tag"]:
+        return "fastest"
+    parts = []
+    if row["speed_vs_fastest_pct"] is not None:
+        parts.append(f"{row['speed_vs_fastest_pct']:+.1f} % speed")
+    if row["memory_vs_fastest_pct"] is not None:
+        parts.append(f"{row['memory_vs_fastest_pct']:+.1f} % memory")
+    return ", ".join(parts)
+
+
 def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
     """Breaker candidates (stalled stretches) and what a pause would have saved: every
     stretch with its cost (`cents`, the rows adding up to the total), and the saving net of
@@ -679,6 +785,8 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
         "idle_waste": idle_waste(con, month, project),
         "user_waste": waste.user_waste(con, month, project, TOP),
         "leaderboard": leaderboard(con, month, project, timezone, grain_seconds),
+        "tag_comparison": image_tag_comparison(con, month, project),
+        "versions": ultralytics_versions(con, month, project),
         "breakers": breakers(con, month, project, tz),
         "policies": policies(con, month, project, timezone, currency),
         "tag_violations": tag_violations(con, month, project),
