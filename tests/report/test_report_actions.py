@@ -58,6 +58,10 @@ def _section_figure(report: dict, action: dict) -> Decimal:
     if section == "policies":  # idle reclaim: the replay's saving net of false positives
         idle = next(p for p in report["policies"]["policies"] if p["policy"] == "idle_reclaim")
         return sum((j["cost"] for j in idle["jobs"] if not j["false_positive"]), Decimal("0.00"))
+    if section == "gpu_fit":  # the admins: every job that fits a smaller GPU, each job's saving
+        return report["gpu_fit"]["saving"]
+    if section == "jobs":  # a project: its job table's notes
+        return sum((j["fits"]["saving"] for j in report["jobs"]["rows"] if j["fits"]), Decimal("0.00"))
     assert section == "unallocated", section  # the tag policy is never an action
     return report[section]["cents"]
 
@@ -87,7 +91,8 @@ def test_admin_actions_are_ranked_by_the_money_of_their_sections(con, sample_db)
     report = _collect(con, sample_db.config, None)
     got = _check(report)
     # the demo month: idle reclaim at its defaults stops nothing there, the tag policy saves nothing
-    assert {a["section"] for a in got} == {"idle_waste", "breakers", "density", "leaderboard", "unallocated"}
+    assert {a["section"] for a in got} == {"idle_waste", "breakers", "density", "leaderboard", "unallocated",
+                                           "gpu_fit"}
     assert got[0]["amount"] == max(a["amount"] for a in got)
     idle = next(a for a in got if a["section"] == "idle_waste")
     assert idle["basis"].startswith("saving = the idle cost of the 3 jobs")

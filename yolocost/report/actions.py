@@ -77,6 +77,9 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
         out.append(idle)
     out += _density(report["density"], cents, cash)
     out += _value(report["leaderboard"], cents, cash, currency, places)
+    smaller = _smaller_gpu(report, project, cents, cash)
+    if smaller:
+        out.append(smaller)
     un = report.get("unallocated") if project is None else None
     if un and un["hosts"] and cents(un["cents"]) > 0:
         out.append(_unallocated(un, cents, cash))
@@ -191,3 +194,31 @@ def _unallocated(un: dict, cents, cash) -> dict:
                       f"{host['hostname']} ({host['gpu_model']}): {cash(host['cents'])} of GPU time, "
                       f"{host['unallocated_gpu_hours']:,.1f} GPU-hours, {(host['share'] or 0) * 100:.0f} % of its "
                       f"capacity{other}. Shrink the pool or lend it out."}
+
+
+def _smaller_gpu(report: dict, project: str | None, cents, cash) -> dict | None:
+    """Jobs that would fit a cheaper, smaller GPU (yolocost.report.gpufit): the admins' from
+    the section gpu_fit, a project's from its job table's notes."""
+    if project is None:
+        fit = report.get("gpu_fit") or {}
+        jobs, amount, hours = fit.get("jobs") or 0, fit.get("saving"), fit.get("gpu_hours")
+        first = (fit.get("rows") or [None])[0]
+        section = "gpu_fit"
+    else:
+        table = report.get("jobs") or {}
+        fitting = [j for j in table.get("rows", []) if j.get("fits")]
+        jobs, amount = table.get("fit_jobs") or 0, table.get("fit_saving")
+        hours = sum((Decimal(j["gpu_hours"]) for j in fitting), Decimal("0.0"))
+        first = max(fitting, key=lambda j: j["fits"]["saving"], default=None)
+        section = "jobs"
+    if not jobs or not first:
+        return None
+    best = first["fit"] if project is None else first["fits"]
+    many = jobs > 1
+    return {"section": section, "amount": cents(amount),
+            "basis": f"saving = for each of the {jobs} job{'s' if many else ''}, the price difference per GPU-hour "
+                     f"to the cheapest smaller GPU that holds its peak memory with 20 % to spare x its GPU-hours "
+                     f"(an estimate: a job may train slower there)",
+            "title": f"Run {jobs} job{'s' if many else ''} on the smaller GPU{'s' if many else ''} they fit",
+            "detail": f"They held {Decimal(hours or 0):,.1f} GPU-hours. The largest saving is {first['job_id']}: "
+                      f"{best['model']} would have cost {cash(best['saving'])} less."}
