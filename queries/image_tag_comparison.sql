@@ -1,5 +1,5 @@
 -- title: Image tags compared
--- description: Per model type x GPU model x image tag, the runs that finished at least one epoch in the month: runs, epochs finished in the month, GPU-hours, epochs per GPU-hour, peak GPU memory (the largest of the runs' peaks and their median), how many such runs fit on one GPU of that model at the largest peak, cost and cost per epoch; and each tag against the fastest tag of its model type x GPU model (speed_vs_fastest_pct, memory_vs_fastest_pct). A run is a job's month (mart_job_month, ledger_job_month): its epochs are the epochs whose end falls in the month (mart_job_by_month.month_epochs, months in the configured time zone; an archived month as it was archived), its GPU-hours and cost what it held and was charged in the month. Epochs per GPU-hour = epochs / the runs' exact GPU-seconds held x 3600 (for a run on one GPU: epochs per hour of wall time). Cost is the sum of the runs' cent-ledger cents (the cents the reports print); cost per epoch is a rate on those cents, cost / epochs, shown to 4 decimals. fits_per_gpu = floor(nominal GPU memory / largest peak), the memory of known models (yolocost.report.gpufit.GPU_MEMORY_GIB), empty for a model not listed or a run on several models. With project set, only that project's own runs (the project report's table).
+-- description: Per model type x GPU model x GPUs per run x image tag (a run on two GPUs trains at about half the epochs per GPU-hour of one on one GPU, so tags are compared only among runs on as many GPUs), the runs that finished at least one epoch in the month: runs, epochs finished in the month, GPU-hours, epochs per GPU-hour, peak GPU memory (the largest of the runs' peaks and their median), how many such runs fit on one GPU of that model at the largest peak, cost and cost per epoch; and each tag against the fastest tag of its model type x GPU model x GPUs per run (speed_vs_fastest_pct, memory_vs_fastest_pct). A run is a job's month (mart_job_month, ledger_job_month): its epochs are the epochs whose end falls in the month (mart_job_by_month.month_epochs, months in the configured time zone; an archived month as it was archived), its GPU-hours and cost what it held and was charged in the month. Epochs per GPU-hour = epochs / the runs' exact GPU-seconds held x 3600 (for a run on one GPU: epochs per hour of wall time). Cost is the sum of the runs' cent-ledger cents (the cents the reports print); cost per epoch is a rate on those cents, cost / epochs, shown to 4 decimals. fits_per_gpu = floor(nominal GPU memory / largest peak), the memory of known models (yolocost.report.gpufit.GPU_MEMORY_GIB), empty for a model not listed or a run on several models. With project set, only that project's own runs (the project report's table).
 -- param: month MONTH: the month, YYYY-MM
 -- param: project VARCHAR = all: one project's own runs, or all
 --
@@ -25,8 +25,8 @@ WITH gpu_memory(model_key, memory_gib) AS (
 runs AS (
     -- the month's job-months that finished an epoch (mart_job_by_month.month_epochs: the epochs
     -- that ended in the month, as an archived month was archived)
-    SELECT l.job_id, m.model_type, m.gpu_models AS gpu_model, m.image_tag, b.month_epochs AS epochs, m.gpu_seconds,
-           m.mem_peak_mib, l.gpu_hours, l.cost
+    SELECT l.job_id, m.model_type, m.gpu_models AS gpu_model, m.gpus, m.image_tag, b.month_epochs AS epochs,
+           m.gpu_seconds, m.mem_peak_mib, l.gpu_hours, l.cost
     FROM ledger_job_month AS l
     JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id
     JOIN mart_job_by_month AS b ON b.month = l.month AND b.job_id = l.job_id
@@ -37,6 +37,7 @@ tags AS (
     SELECT
         model_type,
         gpu_model,
+        gpus,
         image_tag,
         count(*) AS runs,
         sum(epochs) AS epochs,
@@ -46,7 +47,7 @@ tags AS (
         median(mem_peak_mib) AS median_peak_mem_mib,
         sum(cost) AS cost
     FROM runs
-    GROUP BY model_type, gpu_model, image_tag
+    GROUP BY model_type, gpu_model, gpus, image_tag
 ),
 compared AS (
     SELECT
@@ -59,13 +60,14 @@ compared AS (
     LEFT JOIN gpu_memory AS g
         ON g.model_key = lower(regexp_replace(regexp_replace(trim(t.gpu_model), '^(nvidia|tesla)\s+', '', 'i'),
                                               '\s+', ' ', 'g'))
-    WINDOW fastest AS (PARTITION BY t.model_type, t.gpu_model
+    WINDOW fastest AS (PARTITION BY t.model_type, t.gpu_model, t.gpus
                        ORDER BY t.epochs_per_gpu_hour DESC NULLS LAST, t.image_tag
                        ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
 SELECT
     model_type,
     gpu_model,
+    gpus,
     image_tag,
     runs,
     epochs,
@@ -82,4 +84,5 @@ SELECT
     round((peak_mem_mib / nullif(fastest_peak_mem_mib, 0) - 1) * 100, 1) AS memory_vs_fastest_pct
 FROM compared AS c
 -- each model type x GPU model's tags fastest first (unrounded, as the window picks the fastest)
-ORDER BY coalesce(c.model_type, ''), coalesce(c.gpu_model, ''), c.epochs_per_gpu_hour DESC NULLS LAST, c.image_tag
+ORDER BY coalesce(c.model_type, ''), coalesce(c.gpu_model, ''), c.gpus, c.epochs_per_gpu_hour DESC NULLS LAST,
+         c.image_tag

@@ -53,11 +53,9 @@ def _section_figure(report: dict, action: dict) -> Decimal:
             f"Prefer {r['model_type']} on {r['image_tag']} for value"))
         ratio = Decimal(repr(best["cost_per_map50_point"])) / Decimal(repr(worst["cost_per_map50_point"]))
         return _printed(worst["runs"] * _printed(worst["mean_cost_per_run"]) * (1 - ratio))
-    if section == "breakers":  # the stretches whose job did not improve later
-        return sum((r["cents"] for r in report["breakers"]["rows"] if not r["improved_later"]), Decimal("0.00"))
-    if section == "policies":  # idle reclaim: the replay's saving net of false positives
-        idle = next(p for p in report["policies"]["policies"] if p["policy"] == "idle_reclaim")
-        return sum((j["cost"] for j in idle["jobs"] if not j["false_positive"]), Decimal("0.00"))
+    if section == "policies":  # idle reclaim or the breaker: the replay's saving net of false positives
+        policy = next(p for p in report["policies"]["policies"] if p["policy"] == action["policy"])
+        return sum((j["cost"] for j in policy["jobs"] if not j["false_positive"]), Decimal("0.00"))
     if section == "gpu_fit":  # the admins: every job that fits a smaller GPU, each job's saving
         return report["gpu_fit"]["saving"]
     if section == "jobs":  # a project: its job table's notes
@@ -91,7 +89,7 @@ def test_admin_actions_are_ranked_by_the_money_of_their_sections(con, sample_db)
     report = _collect(con, sample_db.config, None)
     got = _check(report)
     # the demo month: idle reclaim at its defaults stops nothing there, the tag policy saves nothing
-    assert {a["section"] for a in got} == {"idle_waste", "breakers", "density", "leaderboard", "unallocated",
+    assert {a["section"] for a in got} == {"idle_waste", "policies", "density", "leaderboard", "unallocated",
                                            "gpu_fit"}
     assert got[0]["amount"] == max(a["amount"] for a in got)
     idle = next(a for a in got if a["section"] == "idle_waste")
@@ -99,9 +97,12 @@ def test_admin_actions_are_ranked_by_the_money_of_their_sections(con, sample_db)
     top = con.execute("SELECT job_id FROM mart_job_month WHERE month = ? ORDER BY idle_cost DESC, job_id LIMIT 3",
                       [MONTH]).fetchall()
     assert all(job in idle["detail"] for (job,) in top)
-    # the breaker's saving leaves out the 4 stretches whose job improved later (job-000094 among them)
-    br = next(a for a in got if a["section"] == "breakers")
-    assert "(1 of 5; 4 false stops not counted)" in br["basis"] and br["amount"] == Decimal("13.89")
+    # the breaker's saving is the replay's, net of its 4 false stops (job-000094 among them): the same
+    # 8.62 as `whatif` and the policies section, not the 13.89 of the whole stalled stretch
+    br = next(a for a in got if a["section"] == "policies" and a["policy"] == "breaker")
+    assert "net of 4 false stops (5 stops" in br["basis"] and br["amount"] == Decimal("8.62")
+    replay = next(p for p in report["policies"]["policies"] if p["policy"] == "breaker")
+    assert br["amount"] == replay["net_cost"]
     late = [r for r in report["breakers"]["rows"] if r["job_id"] == "job-000094"]
     assert late and all(r["improved_later"] for r in late)
     value = next(a for a in got if a["section"] == "leaderboard")

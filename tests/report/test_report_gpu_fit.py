@@ -42,6 +42,7 @@ def db(tmp_path_factory):
     p1  j-migp   A100 MIG 3g.40gb slice, priced 1.20 (a whole GPU-hour each hour), peak 5,000 MiB -> no note
     p1  j-mixed  an A100 and an L4 -> no note
     p1  j-h100   H100, peak 30,000 MiB: the A100 is cheaper but not smaller -> no note
+    p1  j-multi  two A100s at once, peak 5,000 MiB: a smaller model would need a host with two -> no note
     p2  j-p2     A100, 1 h, peak 8,000 MiB -> Tesla T4: 2.50 x 1.0 = 2.50
     --  j-unl    unlabeled, A100, 1 h, peak 8,000 MiB -> Tesla T4: 2.50
     """
@@ -56,9 +57,11 @@ def db(tmp_path_factory):
              + usage_run("2026-10-02T00:00Z", 6, "GPU-7", "j-mixed", model=A100, mem=1000)
              + usage_run("2026-10-02T00:00Z", 6, "GPU-8", "j-mixed", model="NVIDIA L4", mem=1000)
              + usage_run("2026-10-02T00:00Z", 12, "GPU-9", "j-h100", model="NVIDIA H100 80GB HBM3", mem=30000)
+             + usage_run("2026-10-04T00:00Z", 12, "GPU-13", "j-multi", model=A100, mem=5000)
+             + usage_run("2026-10-04T00:00Z", 12, "GPU-14", "j-multi", model=A100, mem=5000, index=1)
              + usage_run("2026-10-03T00:00Z", 12, "GPU-10", "j-p2", model=A100, mem=8000)
              + usage_run("2026-10-03T00:00Z", 12, "GPU-11", "j-unl", model=A100, mem=8000))
-    p1 = ("j-small", "j-mid", "j-edge", "j-over", "j-cross", "j-t4", "j-mig", "j-migp", "j-mixed", "j-h100")
+    p1 = ("j-small", "j-mid", "j-edge", "j-over", "j-cross", "j-t4", "j-mig", "j-migp", "j-mixed", "j-h100", "j-multi")
     jobs = ([job_row(j, project="p1", user="alice") for j in p1]
             + [job_row("j-p2", project="p2", user="bob"), job_row("j-unl", project=None, user="carol")])
     return build_db(tmp_path_factory.mktemp("fit"), usage, jobs=jobs, prices=PRICES)
@@ -93,7 +96,7 @@ def test_the_project_job_table_notes_the_jobs_that_fit(db):
     notes = {j["job_id"]: _plain(j["fits"], j["gpu_hours"]) for j in table["rows"] if j["fits"]}
     assert notes == {k: v for k, v in NOTES.items() if k not in ("j-p2", "j-unl")}
     assert {j["job_id"] for j in table["rows"] if not j["fits"]} == {"j-over", "j-t4", "j-mig", "j-migp", "j-mixed",
-                                                                      "j-h100"}
+                                                                      "j-h100", "j-multi"}
     migp = next(j for j in table["rows"] if j["job_id"] == "j-migp")
     assert (migp["gpu_models"], migp["gpu_hours"], migp["cost"]) == (A100, Decimal("1.0"), Decimal("1.20"))
     assert (table["fit_jobs"], table["fit_saving"]) == (4, Decimal("14.30"))  # 5.00 + 5.10 + 2.20 + 2.00

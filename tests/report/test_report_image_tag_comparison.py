@@ -195,16 +195,16 @@ def _table(text: str) -> list[list[str]]:
 def test_the_section_prints_the_figures(built):
     text = _section(collect(built, MONTH, None))
     table = _table(text)
-    assert table[0] == ["Model type", "GPU model", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs per GPU-hour",
+    assert table[0] == ["Model type", "GPU model", "GPUs per run", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs per GPU-hour",
                         "Peak memory (GiB)", "Median peak (GiB)", "Fit per GPU", "Cost", "Cost per epoch",
                         "Speed vs fastest", "Peak memory vs fastest"]
     assert table[1:-1] == [
-        ["yolov8m", "A100", FULL, "1", "12", "2.0", "6.00", "8.00", "8.00", "", "5.86", "0.49", "fastest", ""],
-        ["yolov8m", "A10G", FULL, "2", "30", "3.0", "10.00", "7.20", "6.60", "3", "3.60", "0.12", "fastest", ""],
-        ["yolov8m", "A10G", PRUNED, "1", "17", "2.0", "8.50", "4.80", "4.80", "5", "2.40", "0.14", "-15.0 %", "-33.3 %"],
-        ["yolov8m", "A10G", MEDIUM, "1", "5", "1.0", "5.00", "5.86", "5.86", "4", "1.20", "0.24", "-50.0 %", "-18.6 %"],
-        ["yolov8m", "A10G", FAST, "1", "3", "1.0", "3.00", "12.00", "12.00", "2", "1.20", "0.40", "-70.0 %", "+66.7 %"]]
-    assert table[-1] == ["Total", "", "5 tags", "6", "67", "9.0", "", "", "", "", "14.26", "", "", ""]
+        ["yolov8m", "A100", "2", FULL, "1", "12", "2.0", "6.00", "8.00", "8.00", "", "5.86", "0.49", "fastest", ""],
+        ["yolov8m", "A10G", "1", FULL, "2", "30", "3.0", "10.00", "7.20", "6.60", "3", "3.60", "0.12", "fastest", ""],
+        ["yolov8m", "A10G", "1", PRUNED, "1", "17", "2.0", "8.50", "4.80", "4.80", "5", "2.40", "0.14", "-15.0 %", "-33.3 %"],
+        ["yolov8m", "A10G", "1", MEDIUM, "1", "5", "1.0", "5.00", "5.86", "5.86", "4", "1.20", "0.24", "-50.0 %", "-18.6 %"],
+        ["yolov8m", "A10G", "1", FAST, "1", "3", "1.0", "3.00", "12.00", "12.00", "2", "1.20", "0.40", "-70.0 %", "+66.7 %"]]
+    assert table[-1] == ["Total", "", "", "5 tags", "6", "67", "9.0", "", "", "", "", "14.26", "", "", ""]
     assert "Images per second are not shown: no table records them" in text
     assert "(this project's own runs)" in _section(collect(built, MONTH, "p2"), admin=False)
 
@@ -213,10 +213,10 @@ def test_print_shows_the_fastest_tags_of_each_group_and_says_how_many_are_left(b
     report = collect(built, MONTH, None)
     assert report["tag_comparison"]["printed_per_group"] == data.TAG_COMPARISON_PRINTED == 3
     table = _table(_section(report, fmt="pdf"))
-    assert [r[2] for r in table[1:-2]] == [FULL, FULL, PRUNED, MEDIUM]  # A10G's slowest (fast) left out
+    assert [r[3] for r in table[1:-2]] == [FULL, FULL, PRUNED, MEDIUM]  # A10G's slowest (fast) left out
     assert table[-2] == ["", "… 1 slower tag of yolov8m on A10G (not printed: see the HTML report) …"]
-    assert table[-1][10] == "14.26"  # the total is every tag's
-    assert "Printed: the 3 fastest tags of each model type × GPU model" in _section(report, fmt="pdf")
+    assert table[-1][11] == "14.26"  # the total is every tag's
+    assert "Printed: the 3 fastest tags of each group" in _section(report, fmt="pdf")
     assert "Printed:" not in _section(report) and "slower tag" not in _section(report)
 
 
@@ -231,9 +231,9 @@ def test_admin_and_project_reports_show_the_section(built, tmp_path):
     result = render_reports(config, MONTH, ["admin", "project:p2"], ["html"])
     pages = {p.name: p.read_text(encoding="utf-8") for p in result.files if p.suffix == ".html"}
     admin = cells(section(pages["admin.html"], "tag_comparison"))
-    assert len(admin) == 1 + 5 + 1 and admin[-1][10] == "14.26"
+    assert len(admin) == 1 + 5 + 1 and admin[-1][11] == "14.26"
     mine = section(pages["project-p2.html"], "tag_comparison")
-    assert [r[2] for r in cells(mine)[1:-1]] == [PRUNED]
+    assert [r[3] for r in cells(mine)[1:-1]] == [PRUNED]
     assert FULL not in mine and "p1" not in mine
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from .. import money
+from . import gpufit
 
 FEW_RUNS = 3  # a value comparison resting on fewer runs than this says so
 DENSITY_TARGET = 0.5  # the density tip's target: busy half the time
@@ -54,24 +55,13 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
         many = len(jobs) > 1
         out.append({"section": "idle_waste", "amount": amount,
                     "basis": f"saving = the idle cost of the {len(jobs)} job{'s' if many else ''} (their GPU time "
-                             f"under the idle threshold), had they released it",
+                             f"under the idle threshold), had they kept their GPUs busy: idle time spread through "
+                             f"a run, which no stopping policy reclaims; better data loading does",
                     "title": f"Look at the {len(jobs)} job{'s' if many else ''} with the most idle waste",
                     "detail": names + ". Check their data loading, or release GPUs the job does not use."})
-    br = report["breakers"]
-    if br["rows"] and cents(br.get("net_cents", br["cents"])) > 0:
-        kept = [r for r in br["rows"] if not r.get("improved_later")]
-        top = kept[0]
-        false = br.get("false_stops", 0)
-        out.append({"section": "breakers", "amount": cents(br.get("net_cents", br["cents"])),
-                    "basis": f"saving = the cost of the stalled stretches whose job never improved its loss later "
-                             f"({len(kept)} of {len(br['rows'])}; {false} false stop{'' if false == 1 else 's'} "
-                             f"not counted)",
-                    "title": "Pause stalled runs",
-                    "detail": f"{len(kept)} stretch(es) in {br.get('net_jobs', br['jobs'])} job(s) ran under the "
-                              f"breaker utilization with no loss improvement, then or later "
-                              f"({br.get('net_gpu_hours', br['gpu_hours']):,.1f} GPU-hours); the largest is "
-                              f"{top['job_id']} ({top['user_name']}), {top['stretch_hours']:,.1f} h from "
-                              f"{top['start']}. An automatic pause (early stopping) would stop them."})
+    breaker = _breaker(report.get("policies") or {}, report["breakers"], cents)
+    if breaker:
+        out.append(breaker)
     idle = _idle_reclaim(report.get("policies") or {}, cents)
     if idle:
         out.append(idle)
@@ -102,13 +92,33 @@ def policy_notes(report: dict, currency: str) -> list[dict]:
                        "run can be traced; retagging saves nothing by itself."}]
 
 
+def _breaker(w: dict, br: dict, cents) -> dict | None:
+    """Enforce the breaker: the replay's saving net of its false stops (the GPU time after the
+    rule would have stopped each stalled run; the stretch before the stop saves nothing)."""
+    p = next((p for p in w.get("policies", []) if p["policy"] == "breaker"), None)
+    if p is None or cents(p["net_cost"]) <= 0:
+        return None
+    fp = p["false_positives"]
+    kept = [r for r in br.get("rows", []) if not r.get("improved_later")]
+    largest = (f"; the largest stalled stretch is {kept[0]['job_id']} ({kept[0]['user_name']}), "
+               f"{kept[0]['stretch_hours']:,.1f} h from {kept[0]['start']}") if kept else ""
+    return {"section": "policies", "policy": "breaker", "amount": cents(p["net_cost"]),
+            "basis": f"saving = the cost of each stalled run's GPU time after the breaker would have stopped it, "
+                     f"in the month's replay, net of {fp} false stop{'' if fp == 1 else 's'} "
+                     f"({p['jobs_stopped']} stops; a job that improved later was not stalled)",
+            "title": "Pause stalled runs",
+            "detail": f"The replay ({p['rule']}) would have stopped {p['jobs_stopped'] - fp} run(s) that trained "
+                      f"no further ({p['net_gpu_hours']:,.1f} GPU-hours){largest}. An automatic pause (early "
+                      f"stopping) would stop them."}
+
+
 def _idle_reclaim(w: dict, cents) -> dict | None:
     """Enforce idle reclaim: the replay's saving net of its false positives."""
     p = next((p for p in w.get("policies", []) if p["policy"] == "idle_reclaim"), None)
     if p is None or cents(p["net_cost"]) <= 0:
         return None
     fp = p["false_positives"]
-    return {"section": "policies", "amount": cents(p["net_cost"]),
+    return {"section": "policies", "policy": "idle_reclaim", "amount": cents(p["net_cost"]),
             "basis": f"saving = the cost of each stopped job's GPU time after the stop in the month's replay, "
                      f"net of {fp} false positive{'' if fp == 1 else 's'} ({p['jobs_stopped']} stops)",
             "title": "Enforce idle reclaim",
@@ -217,7 +227,8 @@ def _smaller_gpu(report: dict, project: str | None, cents, cash) -> dict | None:
     many = jobs > 1
     return {"section": section, "amount": cents(amount),
             "basis": f"saving = for each of the {jobs} job{'s' if many else ''}, the price difference per GPU-hour "
-                     f"to the cheapest smaller GPU that holds its peak memory with 20 % to spare x its GPU-hours "
+                     f"to the cheapest smaller GPU that holds its peak memory with {(1 - gpufit.FIT_MARGIN) * 100:.0f} % to spare "
+                     f"x its GPU-hours "
                      f"(an estimate: a job may train slower there)",
             "title": f"Run {jobs} job{'s' if many else ''} on the smaller GPU{'s' if many else ''} they fit",
             "detail": f"They held {Decimal(hours or 0):,.1f} GPU-hours. The largest saving is {first['job_id']}: "

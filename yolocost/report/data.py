@@ -564,7 +564,7 @@ def image_tag_comparison(con, month: str, project: str | None) -> dict:
     groups: list[tuple] = []
     sizes: dict[tuple, int] = {}
     for r in found:
-        key = (r["model_type"], r["gpu_model"])
+        key = (r["model_type"], r["gpu_model"], r["gpus"])
         if not groups or groups[-1] != key:
             groups.append(key)
         sizes[key] = sizes.get(key, 0) + 1
@@ -573,7 +573,7 @@ def image_tag_comparison(con, month: str, project: str | None) -> dict:
         r["gpu_model_short"] = gpufit.short_name(r["gpu_model"]) if r["gpu_model"] else r["gpu_model"]
         r["versus"] = tag_versus(r)
     for r in found:
-        r["group_size"] = sizes[(r["model_type"], r["gpu_model"])]
+        r["group_size"] = sizes[(r["model_type"], r["gpu_model"], r["gpus"])]
     zero = money.round_cents(Decimal(0), _places.get())
     return {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
             "runs": sum(r["runs"] for r in found),

@@ -8,7 +8,8 @@ the model name as dcgm-exporter's `modelName` (or nvidia-smi) writes it, without
 note, nor is it ever suggested.
 
 A job-month gets a note when
-* it ran on one GPU model (a job on several models gets none), on whole GPUs (a MIG slice
+* it ran on one GPU (a job on several GPUs gets none: the smaller model would need a host
+  with as many, which the note does not check), on one GPU model, a whole GPU (a MIG slice
   gets none: it is already a part of a GPU; the marts tell it by its GPU-seconds, a fraction
   of its seconds held, or, for a profile with a price of its own, by its GPU cost, below any
   price of its GPU model), and its peak memory is known;
@@ -121,12 +122,15 @@ class Job:
     last_interval: dt.datetime | None
     gpu_hours: Decimal
     gpu_cost: Any = None  # exact (mart_job_month): what it paid for GPU time
+    gpus: int = 1  # GPUs it held in the month (mart_job_month.gpus)
 
 
 def smaller_gpu(job: Job, book: PriceBook, places: int) -> dict | None:
     """The note for one job-month (see the module's doc), or None."""
     model = job.gpu_models
     if not model or "," in model or job.mem_peak_mib is None or job.last_interval is None:
+        return None
+    if (job.gpus or 1) > 1:  # several GPUs: a smaller model would need a host with as many, not checked
         return None
     if job.gpu_seconds is None or job.seconds_present is None:
         return None
@@ -186,7 +190,7 @@ def note_texts(fit: dict, places: int) -> dict[str, str]:
 SQL = """
 SELECT l.job_id, l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, m.model_type,
        m.gpu_models, m.mem_peak_mib, m.gpu_seconds, m.seconds_present, m.last_interval, m.gpu_cost AS exact_gpu_cost,
-       l.gpu_hours, l.cost
+       m.gpus, l.gpu_hours, l.cost
 FROM ledger_job_month AS l
 JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id
 WHERE l.month = ?{where}"""
@@ -206,7 +210,7 @@ def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | Non
     for values in cur.fetchall():
         r = dict(zip(names, values))
         fit = smaller_gpu(Job(r["gpu_models"], r["mem_peak_mib"], r["gpu_seconds"], r["seconds_present"],
-                              r["last_interval"], Decimal(r["gpu_hours"]), r["exact_gpu_cost"]), book, places)
+                              r["last_interval"], Decimal(r["gpu_hours"]), r["exact_gpu_cost"], r["gpus"]), book, places)
         if fit is not None:
             found.append({k: r[k] for k in ("job_id", "project", "bucket", "user_name", "model_type", "gpu_models")}
                          | {"gpu_hours": Decimal(r["gpu_hours"]), "fit": fit})

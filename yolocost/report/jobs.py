@@ -50,7 +50,7 @@ SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_sta
        coalesce(j.start_time, j.first_interval) AS start_time, j.end_time,
        l.gpu_hours, l.idle_gpu_hours, m.seconds_busy, m.seconds_present, m.density,
        l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95,
-       m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost
+       m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost, m.gpus
 FROM ledger_job_month AS l
 JOIN mart_job_month AS m
   ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
@@ -95,7 +95,8 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         start, end = r.pop("start_time"), r.pop("end_time")
         r["fits"] = gpufit.smaller_gpu(gpufit.Job(r["gpu_models"], r["mem_peak_mib"], r.pop("gpu_seconds"),
                                                   r["seconds_present"], r.pop("last_interval"),
-                                                  Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost")), book, places)
+                                                  Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost"), r.pop("gpus")),
+                                      book, places)
         busy += Decimal(r.pop("seconds_busy") or 0)
         present += Decimal(r.pop("seconds_present") or 0)
         r["start"] = _when(start, tz)
