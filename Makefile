@@ -24,7 +24,7 @@ FOCUS_VALIDATOR_VERSION := 2.2.1
 FOCUS_VALIDATOR_PINS := focus-validator==$(FOCUS_VALIDATOR_VERSION) 'pyarrow<22' 'numpy<2'
 PYTHON312 ?=
 
-.PHONY: demo test install install-test test-deps focus-validator clean
+.PHONY: demo test install install-test test-deps focus-validator lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,8 +82,12 @@ focus-validator:
 	$(FOCUS_VENV)/bin/python -c 'import focus_validator.main'
 
 # tests/focuscheck.py finds the validator's venv through FOCUS_VALIDATOR_VENV
-test: install-test test-deps focus-validator
+test: install-test test-deps focus-validator lint
 	FOCUS_VALIDATOR_VENV=$(abspath $(FOCUS_VENV)) $(BIN)/python -m pytest
+
+# pyflakes' checks and syntax errors (pyproject.toml [tool.ruff]); ruff comes with the test extra
+lint: install-test
+	$(BIN)/ruff check yolocost tests benchmarks
 
 clean:
 	rm -rf $(VENV) $(FOCUS_VENV) yolocost-demo .pytest_cache

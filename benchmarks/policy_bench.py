@@ -22,7 +22,6 @@ Usage: .venv/bin/python benchmarks/policy_bench.py [--zombies 9] [--seed 2026100
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import sys
@@ -36,7 +35,7 @@ import duckdb
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from yolocost import db, synth  # noqa: E402
+from yolocost import synth  # noqa: E402
 from yolocost.config import load_config  # noqa: E402
 from yolocost.load import load_parquet_dir  # noqa: E402
 from yolocost.resources import SQL_DIR, shipped_dir  # noqa: E402

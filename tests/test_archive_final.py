@@ -96,7 +96,7 @@ def _carried_on(cfg, folder: Path) -> Path:
                           FROM gpu_usage WHERE interval_start >= '2026-08-01 00:00:00+00'
                             AND interval_start < '2026-08-01 06:00:00+00' ORDER BY ALL)
                         TO '{folder / "gpu_usage.parquet"}' (FORMAT parquet)""")
-        assert con.execute(f"SELECT count(*) FROM gpu_usage WHERE gpu_uuid = 'GPU-15' AND job_id IS NULL AND "
+        assert con.execute("SELECT count(*) FROM gpu_usage WHERE gpu_uuid = 'GPU-15' AND job_id IS NULL AND "
                            "interval_start >= '2026-08-01' AND interval_start < '2026-08-01 06:00:00+00'"
                            ).fetchone()[0] == 72
     finally:

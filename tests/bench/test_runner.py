@@ -41,7 +41,7 @@ def test_first_attempt_was_killed_after_epoch_one(resumed):
 
 
 def test_rerun_resumes_at_epoch_two_and_counts_two_attempts(resumed):
-    (first, second), run_dir = resumed[0], resumed[1]
+    (_, second), run_dir = resumed[0], resumed[1]
     assert second.returncode == 0, second.stderr
     assert "resuming from" in second.stderr and "epoch 1/3" not in second.stderr
     assert "epoch 2/3" in second.stderr and "epoch 3/3" in second.stderr

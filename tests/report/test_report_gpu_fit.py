@@ -133,12 +133,12 @@ def test_the_admin_section_lists_every_projects_jobs_by_saving(db):
 def test_what_to_do_names_the_jobs_that_fit_a_smaller_gpu_with_their_saving(db):
     """The saving is the section's (admin: 6 jobs, 19.30) or the job table's (p1: 4 jobs, 14.30),
     ranked among the other actions by amount; the largest single saving is j-mid's 5.10 (L4)."""
-    for project, jobs, amount, section in ((None, 6, "19.30", "gpu_fit"), ("p1", 4, "14.30", "jobs")):
+    for project, jobs, amount, sid in ((None, 6, "19.30", "gpu_fit"), ("p1", 4, "14.30", "jobs")):
         report = collect(db, MONTH, project)
         found = [a for a in report["actions"] if a["title"].startswith(f"Run {jobs} jobs on the smaller GPU")]
         assert len(found) == 1, report["actions"]
         action = found[0]
-        assert (action["amount"], action["section"]) == (Decimal(amount), section)
+        assert (action["amount"], action["section"]) == (Decimal(amount), sid)
         assert "The largest saving is j-mid: NVIDIA L4 would have cost 5.10 USD less." in action["detail"]
         amounts = [a["amount"] for a in report["actions"]]
         assert amounts == sorted(amounts, reverse=True)

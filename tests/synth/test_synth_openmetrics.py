@@ -26,8 +26,7 @@ from yolocost.synth.samples import GpuSamples
 from yolocost.synth.scenario import HostChoice
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, backfill,  # noqa: E402
-                        skip_or_fail_without_prometheus)
+from promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, skip_or_fail_without_prometheus)
 
 GRAIN, SCRAPE = 300, 30
 
