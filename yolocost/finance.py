@@ -330,20 +330,19 @@ DEFAULT_PRICE_KEY = "*"
 
 def price_key(row: ledger.Charge) -> str:
     """The price the row was billed at: the GPU model, 'model profile' for an explicitly priced
-    MIG profile, '*' for the default price, None for energy (sku_price_id '<key> from <date>')."""
+    MIG profile, '*' for the default price, 'energy' (sku_price_id '<key> from <date>')."""
     return row.sku_price_id.rsplit(" from ", 1)[0]
-
-
-def _sku_id(row: ledger.Charge) -> str:
-    if row.charge_kind == "energy":
-        return "Energy"
-    key = price_key(row)
-    return key if key.startswith(row.gpu_model + " ") else row.gpu_model
 
 
 def _mig_priced(row: ledger.Charge) -> bool:
     """Whether the row is time of a MIG profile priced on its own (price key '<model> <profile>')."""
     return row.charge_kind == "gpu" and price_key(row).startswith(row.gpu_model + " ")
+
+
+def _sku_id(row: ledger.Charge) -> str:
+    if row.charge_kind == "energy":
+        return "Energy"
+    return price_key(row) if _mig_priced(row) else row.gpu_model
 
 
 def _pricing_unit(row: ledger.Charge) -> str:
@@ -368,9 +367,8 @@ def _sku_price_details(row: ledger.Charge) -> str:
     GpuCount: the instance is a slice of a GPU); energy has no SKU properties (null)."""
     if row.charge_kind == "energy":
         return ""
-    key = price_key(row)
-    if key.startswith(row.gpu_model + " "):
-        return _json({"x_MigProfile": key[len(row.gpu_model) + 1:]})
+    if _mig_priced(row):
+        return _json({"x_MigProfile": price_key(row)[len(row.gpu_model) + 1:]})
     return _json({"GpuCount": 1})
 
 
@@ -478,9 +476,7 @@ def focus_rows(data: MonthCents, version: str = DEFAULT_FOCUS_VERSION) -> list[d
     FOCUS's own; the money is the same cents."""
     check_focus_version(version)
     tz = ZoneInfo(data.timezone)
-    year, mon = (int(x) for x in data.month.split("-"))
-    period_start = _utc(dt.datetime(year, mon, 1, tzinfo=tz))
-    period_end = _utc(dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz))
+    period_start, period_end = (_utc(t) for t in months.local_window(data.month, tz))
     cent = Decimal(1).scaleb(-minor_unit(data.currency))
     invoice = invoice_id(data)
     allocation = _allocation_columns(data) if version == "1.3" else {}

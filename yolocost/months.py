@@ -44,7 +44,11 @@ PRUNED = ("gpu_usage", "int_usage_priced", "int_usage_gpu_day", "int_job_interva
 
 def window(config: Config, month: str) -> tuple[dt.datetime, dt.datetime]:
     """[first, next first) of a month in the configured time zone, as UTC instants."""
-    tz = ZoneInfo(config.timezone)
+    return local_window(month, ZoneInfo(config.timezone))
+
+
+def local_window(month: str, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:
+    """[first, next first) of a month in time zone `tz`, as UTC instants."""
     y, m = int(month[:4]), int(month[5:])
     start = dt.datetime(y, m, 1, tzinfo=tz)
     end = dt.datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=tz)
@@ -298,13 +302,14 @@ def _build_row(con: duckdb.DuckDBPyConnection, month: str) -> tuple | None:
     """(fingerprint, archived_at, built_with doc or None) of the month's build; None: not recorded."""
     if not has_table(con, "month_builds"):
         return None
-    kept = "built_with" if _has_column(con, "month_builds", "built_with") else "NULL"
+    kept = "built_with" if has_column(con, "month_builds", "built_with") else "NULL"
     row = con.execute(f"SELECT fingerprint, archived_at, {kept} FROM month_builds WHERE month = {literal(month)}"
                       ).fetchone()
     return None if row is None else (row[0], row[1], json.loads(row[2]) if row[2] else None)
 
 
-def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether `table` has `column` (a database built by an older yolocost may lack it)."""
     return bool(con.execute(
         "SELECT count(*) FROM information_schema.columns WHERE table_catalog = current_database() AND "
         f"table_schema = 'main' AND table_name = {literal(table)} AND column_name = {literal(column)}").fetchone()[0])

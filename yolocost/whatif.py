@@ -51,10 +51,8 @@ def _local(ts: dt.datetime | None, tz: ZoneInfo) -> str:
 
 def month_hours(month: str, tz: ZoneInfo) -> Decimal:
     """Hours from the month's first local midnight to the next month's (743 or 745 in a DST month)."""
-    year, mon = int(month[:4]), int(month[5:7])
-    start = dt.datetime(year, mon, 1, tzinfo=tz)
-    end = dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz)
-    return Decimal(int((end.astimezone(dt.timezone.utc) - start.astimezone(dt.timezone.utc)).total_seconds())) / 3600
+    start, end = months.local_window(month, tz)
+    return Decimal(int((end - start).total_seconds())) / 3600
 
 
 def gpus_freed(gpu_hours: Decimal, hours: Decimal) -> Decimal:

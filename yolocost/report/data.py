@@ -541,7 +541,7 @@ def _scoped_query(name: str, project: str | None) -> str:
 
 
 def _query_rows(con, name: str, month: str, project: str | None) -> list[dict]:
-    if not months._has_column(con, "mart_job_by_month", "month_epochs"):
+    if not months.has_column(con, "mart_job_by_month", "month_epochs"):
         return []  # an archived month of a database no build has touched since month_epochs came
     cur = con.execute(_scoped_query(name, project), {"month": month, "project": "all" if project is None else project})
     names = [d[0] for d in cur.description]
