@@ -5,13 +5,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Debian packages the tests need: `package:command` is present when the command is on PATH,
-# a bare `package` when dpkg knows it (prometheus brings prometheus and promtool; victoria-metrics is
-# the second metric store the ingest is tested against; chromium draws
-# the report charts for kaleido and loads the HTML reports in tests; Pango and HarfBuzz are
-# what WeasyPrint prints PDFs with; fonts-noto-cjk for Chinese names; poppler-utils reads PDFs)
-TEST_DEBS ?= prometheus:prometheus prometheus:promtool victoria-metrics:victoria-metrics chromium:chromium fonts-noto-cjk poppler-utils:pdftotext \
-	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0
+# Debian packages: `package:command` is present when the command is on PATH, a bare `package`
+# when dpkg knows it. The PDFs need Pango and HarfBuzz (what WeasyPrint prints with) and
+# fonts-noto-cjk (Chinese names); matplotlib draws their charts, no browser. The tests add
+# prometheus (prometheus and promtool), victoria-metrics (the second metric store the ingest
+# is tested against), chromium (loads the HTML reports in tests) and poppler-utils (reads PDFs).
+PDF_DEBS ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-noto-cjk
+TEST_DEBS ?= $(PDF_DEBS) prometheus:prometheus prometheus:promtool victoria-metrics:victoria-metrics chromium:chromium \
+	poppler-utils:pdftotext
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)
 
 # The FinOps Foundation's focus-validator checks the finance CSV (tests/test_focus_validator.py,
@@ -24,7 +25,7 @@ FOCUS_VALIDATOR_VERSION := 2.2.1
 FOCUS_VALIDATOR_PINS := focus-validator==$(FOCUS_VALIDATOR_VERSION) 'pyarrow<22' 'numpy<2'
 PYTHON312 ?=
 
-.PHONY: demo test install install-test test-deps focus-validator lint clean
+.PHONY: demo test install install-test pdf-deps test-deps debs focus-validator lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +34,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 
-demo: install
+demo: install pdf-deps
 	$(BIN)/yolocost demo --force
 
 # the bench extra brings torch; pinned so pip keeps the torch the tests were run with
@@ -41,9 +42,15 @@ install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]' torch==2.14.1 torchvision==0.29.1
 
 # a no-op when everything is there; apt-get update only when something is missing
+pdf-deps:
+	@$(MAKE) --no-print-directory debs DEBS="$(PDF_DEBS)"
+
 test-deps:
+	@$(MAKE) --no-print-directory debs DEBS="$(TEST_DEBS)"
+
+debs:
 	@missing=""; \
-	for dep in $(TEST_DEBS); do \
+	for dep in $(DEBS); do \
 		pkg=$${dep%%:*}; cmd=$${dep#*:}; \
 		if [ "$$cmd" != "$$dep" ]; then command -v $$cmd >/dev/null 2>&1 && continue; \
 		else dpkg -s $$pkg >/dev/null 2>&1 && continue; fi; \

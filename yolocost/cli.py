@@ -226,7 +226,7 @@ def demo(state: State, out_dir, force):
 
     Needs no Prometheus: loads sample_data/ (a synthetic 48-GPU cluster, October 2026)
     into OUT/yolocost.duckdb and writes OUT/reports/2026-10/: the admin and per-project
-    reports as HTML, and as PDF where Chromium is installed, summary.html, the finance CSV
+    reports as HTML and PDF (PDF where WeasyPrint and Pango are installed), summary.html, the finance CSV
     and index.html, which lists them.
     A folder that is not empty is refused unless --force is given.
 
@@ -507,7 +507,8 @@ def estimate(state: State, model_type, image_tag, gpu_model, gpus, epochs, imgsz
               help="admin, project:NAME or all (admin and every project); repeatable.")
 @click.option("--format", "formats", default="all", show_default=True, metavar="LIST",
               help="Comma-separated: html, pdf (the reports), summary (summary.html), csv (the finance CSV), "
-                   "index (index.html), or all. PDF needs Chromium (apt-get install chromium). Each project's "
+                   "index (index.html), or all. PDF needs WeasyPrint's Pango (apt-get install libpango-1.0-0 "
+                   "libpangoft2-1.0-0) and, for Chinese names, fonts-noto-cjk. Each project's "
                    "job CSV is written with its report, in html or pdf.")
 @click.option("--templates", "templates_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Your own report templates, overriding the shipped ones by file name "
@@ -703,7 +704,7 @@ def sample():
 @click.option("--seed", type=int, default=None, help="Random seed (default: the demo seed).")
 @click.option("--month", default=None, metavar="YYYY-MM", help="Month to generate (default: 2026-10).")
 @click.option("--timezone", default=None, help="Cluster time zone (default: Europe/Berlin).")
-@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (above 0, at most 200; 20 ≈ 1,000 GPUs).")
+@click.option("--scale", type=float, default=1.0, show_default=True, help="Multiply GPUs and jobs (above 0, at most 250; 21 ≈ 1,000 GPUs, 210 ≈ 10,000).")
 @click.option("--zombies", type=click.IntRange(0, 1000), default=0, show_default=True,
               help="Plant this many zombie jobs (idle GPUs, no progress; listed in the ground truth's incidents).")
 @pass_state

@@ -33,12 +33,11 @@ def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None, fo
     """Copy the demo config into `out_dir`, load the sample month into a fresh database
     there (replacing an earlier demo database only once the new one is complete) and
     render the month's reports, summary, finance CSV and index: the reports as HTML always,
-    PDF too where Chromium and WeasyPrint are installed (about half a minute more); without
-    them the demo says why
-    and still succeeds. A folder that is not empty is refused unless `force` says that
+    PDF too where WeasyPrint and Pango are installed (`make demo` installs them); without
+    them the demo says why and still succeeds. A folder that is not empty is refused unless `force` says that
     the demo's own files in it (config, database, reports) may be replaced."""
     from .report import FORMATS, render_reports
-    from .report.pdf import check_weasyprint, find_chromium
+    from .report.pdf import check_weasyprint
 
     sample = shipped_dir("sample_data")
     out_dir = Path(out_dir).resolve()
@@ -62,7 +61,6 @@ def run_demo(out_dir: Path, progress: Callable[[str], None] = lambda _: None, fo
 
     formats, skipped = list(FORMATS), None
     try:
-        find_chromium()
         check_weasyprint()
     except YolocostError as exc:
         formats, skipped = [f for f in FORMATS if f != "pdf"], str(exc)

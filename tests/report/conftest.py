@@ -50,10 +50,10 @@ class Rendered:
 @pytest.fixture(scope="session")
 def rendered(sample_db, tmp_path_factory) -> Rendered:
     """The sample month's whole folder, rendered once for the session: every report as HTML and
-    PDF, the summary, the finance CSV and the index."""
+    PDF, the summary, the finance CSV and the index (no browser: the tests that load a page in
+    Chromium ask for it themselves)."""
     from yolocost.report import FORMATS, render_reports
 
-    require_tools(chromium=True)
     out = tmp_path_factory.mktemp("reports")
     config = dataclasses.replace(sample_db.config, report_dir=out)
     lines: list[str] = []

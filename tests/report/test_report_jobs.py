@@ -212,6 +212,7 @@ def test_the_pdf_ends_with_the_job_appendix_on_landscape_pages(rendered, con):
         # the PDF prints the list as aligned text: read it with its layout, line by line
         laid_out = "".join(pdf_text(path, p, layout=True) for p in range(first + 1, len(pages) + 1))
         assert re.search(rf"^\s*Total\s+{len(_mart_job_ids(con, project))} jobs\s", laid_out, re.M), project
+        assert re.search(r"^\s*-{40,}\s*$", laid_out, re.M), project  # the rule is a line of its own
         info = subprocess.run(["pdfinfo", "-f", "1", "-l", str(len(pages)), str(path)], capture_output=True,
                               text=True, check=True).stdout
         sizes = [tuple(map(float, m)) for m in re.findall(r"size:\s+([\d.]+) x ([\d.]+) pts", info)]

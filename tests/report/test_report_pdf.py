@@ -1,5 +1,6 @@
 """The PDF reports, read back with poppler: totals, Chinese names in an embedded CJK font,
-"page X of Y" on every page, table headers repeated, charts as vector graphics."""
+"page X of Y" on every page, table headers repeated, charts as vector graphics with every
+section heading and chart title as text."""
 
 from __future__ import annotations
 
@@ -79,49 +80,52 @@ def test_pdf_pages_render_to_images(rendered, tmp_path):
 
 def test_progress_goes_through_the_callback(rendered):
     lines = rendered.result.progress
-    assert any(line.startswith("starting Chromium") for line in lines)
+    assert any(line.startswith("drawing ") and "charts with matplotlib" in line for line in lines)
+    assert any(line.startswith("charts drawn in ") for line in lines)
     # 7 audiences x HTML, PDF; 6 project job CSVs; the summary, the finance CSV and the index
     assert sum(line.startswith("wrote ") for line in lines) == 14 + 6 + 3
 
 
-@pytest.mark.parametrize("script", ["exec sleep 987654", "exit 1"])
-def test_a_browser_that_hangs_or_dies_is_one_clean_error(tmp_path, script):
-    """A Chromium that never answers (or dies at once) ends in a YolocostError, not a hang,
-    and leaves no process behind."""
-    import time
-
-    from yolocost.errors import YolocostError
-    from yolocost.report.pdf import SvgExporter
-
-    fake = tmp_path / "chromium"
-    fake.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
-    fake.chmod(0o755)
-    started = time.monotonic()
-    with pytest.raises(YolocostError, match=r"starting Chromium .* (timed out after 3 s|failed)"):
-        with SvgExporter(str(fake), start_timeout=3):
-            pass
-    assert time.monotonic() - started < 20
-    for pattern in (str(fake), "sleep 987654"):
-        assert subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout == ""
+def _words(text: str) -> str:
+    return " ".join(text.split())
 
 
-def test_a_batch_of_charts_comes_back_as_svg_in_order():
-    """The figures of a batch are drawn by several tabs at once; each SVG matches its figure,
-    also across the reload a tab gets every RELOAD_EVERY figures."""
-    import plotly.graph_objects as go
-    from browser import chromium_path
+def test_every_pdf_has_every_section_heading_and_chart_title(rendered, sample_db):
+    """pdftotext finds, in the admin and every project PDF, each heading of the report and the
+    title of each chart that report prints (drawn by matplotlib, set as text)."""
+    import html as html_lib
 
-    from yolocost.report.pdf import RELOAD_EVERY, SvgExporter
+    from yolocost.report import charts, data
 
-    require_tools(chromium=True)
-    names = [f"chart {i}" for i in range(RELOAD_EVERY + 3)]
-    figures = [go.Figure(go.Bar(x=["a"], y=[i + 1])).update_layout(title_text=name, height=200)
-               for i, name in enumerate(names)]
-    with SvgExporter(chromium_path()) as exporter:
-        svgs = exporter.svgs(figures)
-    assert len(svgs) == len(names)
-    for name, svg in zip(names, svgs):
-        assert svg.lstrip().startswith("<svg") and f">{name}<" in svg, name
+    require_tools(chromium=False, poppler=True)
+    con = duckdb.connect(str(sample_db.path), read_only=True)
+    try:
+        for audience in rendered.result.audiences:
+            text = _words(pdf_text(rendered.file(audience.stem, "pdf")))
+            page = rendered.file(audience.stem, "html").read_text(encoding="utf-8")
+            headings = [_words(html_lib.unescape(re.sub(r"<[^>]+>", "", h)))
+                        for h in re.findall(r"<h2[^>]*>(.*?)</h2>", page, re.S)]
+            assert len(headings) >= 8, audience.stem
+            for heading in headings:
+                assert heading in text, (audience.stem, heading)
+            report = data.collect(con, MONTH, audience.project, timezone=sample_db.config.timezone,
+                                  grain_seconds=sample_db.config.grain_seconds, currency=sample_db.config.currency)
+            figures = charts.build(report, sample_db.config.currency, audience.project is None)
+            printed = [f for name, f in figures.items() if name not in charts.HTML_ONLY]
+            assert len(printed) >= 8, audience.stem
+            for fig in printed:
+                assert _words(html_lib.unescape(fig.layout.title.text)) in text, (audience.stem, fig.layout.title.text)
+    finally:
+        con.close()
+
+
+def test_a_chart_slot_is_filled_with_the_chart_drawn_as_svg():
+    from yolocost.report.pdf import chart_slot, with_charts
+
+    spec = {"data": [{"type": "bar", "x": ["a"], "y": [2]}], "layout": {"title": {"text": "Spend (USD)"}}}
+    page = with_charts(f"<p>before</p>{chart_slot('spend')}<p>after</p>", {"spend": spec})
+    assert "<!--" not in page and page.count('<img class="svg"') == 1
+    assert page.startswith("<p>before</p>") and page.endswith("<p>after</p>")
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -14,7 +14,8 @@ project's report is, in html or pdf; `summary.html`, the one-page summary
 format index). Every file of a run is written into a staging folder first and moved into
 place only when all of them are complete. The section data come from the marts only (data.py),
 the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
-carries the same figures as vector SVG through kaleido and WeasyPrint (pdf.py). The pages
+carries the same figures drawn again by matplotlib as vector SVG (paper.py), printed by
+WeasyPrint (pdf.py): no browser. The pages
 are Jinja templates (reports/templates/: report.html, sections/*.html, style.css,
 print.css, charts.js, tables.js), each of which a user's templates folder may override by file name.
 """
@@ -41,7 +42,7 @@ from ..config import Config
 from ..errors import YolocostError
 from ..outputs import cannot_write, move_into_own_folder, own_folder, refuse_folder_in_the_way
 from ..templating import environment, template_errors
-from . import charts, data, jobs
+from . import charts, data, jobs, paper
 from . import html as html_out
 from . import index as month_index
 from .notes import month_notes
@@ -214,22 +215,20 @@ def _report_done(paths: Iterable[Path], result: ReportResult, progress: Progress
 
 
 def preflight(config: Config, formats: Sequence[str] | str = FORMATS,
-              templates_dir: Path | None = None) -> tuple[list[str], Path | None, str | None]:
+              templates_dir: Path | None = None) -> tuple[list[str], Path | None]:
     """Check everything rendering needs before anything is written (or, for `monthly`, before
-    the ingest): the formats, the templates folder, the output folder, Chromium and WeasyPrint
-    for PDFs. Returns the formats, the templates folder and Chromium's path."""
+    the ingest): the formats, the templates folder, the output folder, WeasyPrint and
+    matplotlib for PDFs. Returns the formats and the templates folder."""
     formats = parse_formats(formats)
     templates = Path(templates_dir) if templates_dir else config.templates_dir
     if templates is not None and not Path(templates).is_dir():
         raise YolocostError(f"{templates}: templates folder not found")
     _check_writable(Path(config.report_dir))
-    chromium = None
-    if "pdf" in formats:  # fail before writing anything, and before starting a browser
+    if "pdf" in formats:  # fail before writing anything
         from . import pdf
 
-        chromium = pdf.find_chromium()
         pdf.check_weasyprint()
-    return formats, templates, chromium
+    return formats, templates
 
 
 def _check_writable(folder: Path) -> None:
@@ -254,7 +253,7 @@ def render_reports(
     """Render the month's documents in the formats (the reports for the audiences); returns
     what was written."""
     data.check_month(month)
-    formats, templates, chromium = preflight(config, formats, templates_dir)
+    formats, templates = preflight(config, formats, templates_dir)
     wants_reports = any(f in REPORT_FORMATS for f in formats)
 
     con = db.connect(config.database, read_only=True)
@@ -301,7 +300,7 @@ def render_reports(
     with output_errors(folder), staging_folder(folder) as staging:
         with template_errors(templates):
             if wants_reports:
-                _render(config, month, chosen, formats, reports, figures, page, staging, result, chromium, progress)
+                _render(config, month, chosen, formats, reports, figures, page, staging, result, progress)
             _render_extras(month, formats, extras, pages, folder, staging, projects, result, progress)
         result.files = _move_into_place(result.files, folder, progress, config.reports_private)
         result.removed = _remove_stale(folder, projects, month, progress)
@@ -443,46 +442,51 @@ def _age(path: Path) -> float:
 
 
 def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
-            result: "ReportResult", chromium: str, progress: Callable[[str], None]) -> None:
-    """Write each audience's HTML and PDF files, and each project's job CSV (whatever the formats)."""
-    if "html" in formats:
-        started = time.monotonic()
-        for audience in chosen:
-            figs = figures[audience]
-            text = page.render(
-                **_context(config, month, audience, reports[audience]), fmt="html",
-                chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
-                has_chart=lambda name, figs=figs: name in figs,
-                plotly_js=html_out.plotly_js(),
-            )
-            _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
-        result.html_seconds = time.monotonic() - started
+            result: "ReportResult", progress: Callable[[str], None]) -> None:
+    """Write each audience's HTML and PDF files, and each project's job CSV (whatever the formats).
 
-    if "pdf" in formats:
-        from . import pdf
+    The PDFs go to the printer's worker processes first; the HTML pages are rendered here
+    while they print."""
+    with contextlib.ExitStack() as stack:
+        printer = None
+        if "pdf" in formats:
+            from . import pdf
 
-        started = time.monotonic()
-        exporting = 0.0
-        with pdf.Printer() as printer:  # its workers start (and load WeasyPrint) alongside Chromium
-            progress(f"starting Chromium ({chromium}) to export {result.charts} charts as SVG")
-            with pdf.SvgExporter(chromium) as exporter:
-                for audience in chosen:  # each report prints while the next one's charts export
-                    begun = time.monotonic()
-                    printed = {n: f for n, f in figures[audience].items() if n not in charts.HTML_ONLY}
-                    mine = dict(zip(printed, exporter.svgs(list(printed.values()))))
-                    exporting += time.monotonic() - begun
-                    text = page.render(
-                        **_context(config, month, audience, reports[audience]), fmt="pdf",
-                        chart=lambda name, mine=mine: pdf.chart_markup(mine[name]) if name in mine else "",
-                        has_chart=lambda name, mine=mine: name in mine,
-                        plotly_js="",
-                    )
-                    printer.submit(text, folder / f"{audience.stem}.pdf")
+            pdf_started = time.monotonic()
+            printer = stack.enter_context(pdf.Printer())  # its workers start (and load WeasyPrint and matplotlib) at once
+            progress(f"drawing {result.charts} charts with matplotlib and printing the PDFs in "
+                     f"{printer.workers} process(es)")
+            for audience in chosen:
+                printed = {n: paper.description(f) for n, f in figures[audience].items() if n not in charts.HTML_ONLY}
+                text = page.render(
+                    **_context(config, month, audience, reports[audience]), fmt="pdf",
+                    chart=lambda name, printed=printed: pdf.chart_slot(name) if name in printed else "",
+                    has_chart=lambda name, printed=printed: name in printed,
+                    plotly_js="",
+                )
+                printer.submit(text, folder / f"{audience.stem}.pdf", printed)
+                _report_done(printer.done(), result, progress)
+
+        if "html" in formats:
+            started = time.monotonic()
+            for audience in chosen:
+                figs = figures[audience]
+                text = page.render(
+                    **_context(config, month, audience, reports[audience]), fmt="html",
+                    chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
+                    has_chart=lambda name, figs=figs: name in figs,
+                    plotly_js=html_out.plotly_js(),
+                )
+                _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
+                if printer is not None:
                     _report_done(printer.done(), result, progress)
+            result.html_seconds = time.monotonic() - started
+
+        if printer is not None:
             _report_done(printer.done(wait=True), result, progress)
-        progress(f"SVG export {exporting:.1f} s ({pdf.TABS} tabs); WeasyPrint {printer.seconds:.1f} s of work "
-                 f"in {printer.workers} process(es)")
-        result.pdf_seconds = time.monotonic() - started
+            progress(f"charts drawn in {printer.chart_seconds:.1f} s, WeasyPrint {printer.seconds:.1f} s of work "
+                     f"in {printer.workers} process(es)")
+            result.pdf_seconds = time.monotonic() - pdf_started
 
     for audience in chosen:
         if audience.project is not None:

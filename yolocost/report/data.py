@@ -26,7 +26,7 @@ import duckdb
 
 from .. import ledger, money, months, queries
 from ..errors import YolocostError
-from . import gpufit, ratecard, waste
+from . import gpufit, listing, ratecard, waste
 from .actions import actions, policy_notes
 from .jobs import job_table
 
@@ -575,11 +575,13 @@ def image_tag_comparison(con, month: str, project: str | None) -> dict:
     for r in found:
         r["group_size"] = sizes[(r["model_type"], r["gpu_model"], r["gpus"])]
     zero = money.round_cents(Decimal(0), _places.get())
-    return {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
-            "runs": sum(r["runs"] for r in found),
-            "epochs": sum(r["epochs"] for r in found),
-            "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
-            "cents": sum((r["cost"] for r in found), zero)}
+    section = {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
+               "runs": sum(r["runs"] for r in found),
+               "epochs": sum(r["epochs"] for r in found),
+               "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
+               "cents": sum((r["cost"] for r in found), zero)}
+    section["listing"] = listing.tag_comparison(section, _places.get())  # the PDF's rows, as text
+    return section
 
 
 VERSION_QUERY = "ultralytics_version_share"  # queries/: GPU-hours and speed per Ultralytics version

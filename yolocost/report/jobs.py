@@ -27,7 +27,6 @@ import csv
 import datetime as dt
 import io
 import math
-import unicodedata
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -37,6 +36,7 @@ import duckdb
 from .. import money
 from ..queries import csv_safe
 from . import gpufit
+from .listing import LANDSCAPE, aligned
 
 # the CSV's columns in file order; numbers are plain decimals, text goes through csv_safe
 CSV_COLUMNS = ("job_id", "user", "model_type", "gpu_models", "image_tag", "image_digest", "start", "end",
@@ -132,33 +132,19 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
 
 # --------------------------------------------------------------------------- the PDF appendix
 #
-# A PDF lays a table out cell by cell: hundreds of jobs in a table took WeasyPrint about 3.5 s
-# a project (most of the monthly PDF run at 1,000 GPUs), lines of monospaced text about a
-# twelfth of that. So the PDF prints the job list as aligned text, in blocks of a page or
-# less, each with the column header; the HTML keeps the sortable table.
+# The PDF prints the job list as aligned text (listing.py), in blocks of a page or less, each
+# with the column header; the HTML keeps the sortable table.
 
 LISTING_HEADER = ("Job", "User", "Model", "GPU model", "Smaller GPU (saving)", "Image tag", "Digest", "Start", "End",
                   "GPU-hours", "Density", "Idle cost", "Cost", "mAP50", "mAP50-95")
 _RIGHT = frozenset(LISTING_HEADER[9:])
-PAGE_CHARS_AT_1PT = 768 / 0.5  # 271 mm of landscape A4 line, a half-width character 0.5 em wide
-PAGE_LINES_AT_1PT = 470 / 1.25  # 176 mm of landscape A4 page less the running header, lines 1.25 em
-HEADING_PT = 150                 # the appendix's heading and notes on its first page (the smaller-GPU note too)
-
-
-def _width(text: str) -> int:
-    """Columns the text takes in a monospaced CJK font: wide characters count two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def _pad(text: str, width: int, right: bool) -> str:
-    fill = " " * (width - _width(text))
-    return fill + text if right else text + fill
+HEADING_PT = 150  # the appendix's heading and notes on its first page (the smaller-GPU note too)
 
 
 def listing(table: dict) -> dict:
-    """The job list as aligned text lines for the PDF: `header`, `blocks` of row lines, the
-    `rule` and `total` lines, and the `font_size` (pt, at most 7) that fits the widest line
-    on a landscape A4 page."""
+    """The job list as aligned text lines for the PDF (listing.aligned): `header`, `blocks`
+    of row lines, the `rule` and `total` lines, and the `font_size` (pt, at most 7) that
+    fits the widest line on a landscape A4 page."""
     places = table["places"]
 
     def cash(v) -> str:
@@ -179,19 +165,7 @@ def listing(table: dict) -> dict:
     total = ("Total", f"{table['jobs']} job{'' if table['jobs'] == 1 else 's'}", "", "", fit_total, "", "", "", "",
              f"{table['gpu_hours']:,.1f}", "" if table["density"] is None else f"{table['density'] * 100:.1f} %",
              cash(table["idle_cost"]), cash(table["cost"]), "", "")
-    widths = [max(_width(row[i]) for row in [LISTING_HEADER, total, *cells]) for i in range(len(LISTING_HEADER))]
-
-    def line(row) -> str:
-        return "  ".join(_pad(v, w, name in _RIGHT) for v, w, name in zip(row, widths, LISTING_HEADER)).rstrip()
-
-    lines = [line(c) for c in cells]
-    chars = sum(widths) + 2 * (len(widths) - 1)
-    size = min(7.0, math.floor(PAGE_CHARS_AT_1PT / chars * 10) / 10)
-    per_page = int(PAGE_LINES_AT_1PT / size) - 3  # the header, the rule and the total
-    first = max(1, per_page - int(HEADING_PT / (1.25 * size)))
-    blocks = [lines[:first]] + [lines[i:i + per_page] for i in range(first, len(lines), per_page)]
-    return {"header": line(LISTING_HEADER), "blocks": [b for b in blocks if b], "rule": "-" * chars,
-            "total": line(total), "font_size": size}
+    return aligned(LISTING_HEADER, cells, total, _RIGHT, LANDSCAPE, HEADING_PT)
 
 
 def short_digest(digest: str | None) -> str:

@@ -6,6 +6,7 @@ for a Prometheus backfill) start from a MonthPlan, so they describe the same clu
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -52,8 +53,16 @@ class MonthPlan:
 
     def host_samples(self, host: Host) -> Iterator[GpuSamples]:
         """The samples of each GPU of a host, in GPU index order."""
-        runs = [j.run for j in self.jobs if j.run.placement.host.name == host.name]
-        return host_samples(self.seed, self.window, host, runs, self.incidents)
+        return host_samples(self.seed, self.window, host, self.runs_by_host.get(host.name, []), self.incidents)
+
+    @functools.cached_property
+    def runs_by_host(self) -> dict[str, list]:
+        """Each host's runs in plan order, grouped once (not a scan of every job per host:
+        that grew with hosts x jobs, a minute at 10,000 GPUs)."""
+        grouped: dict[str, list] = {}
+        for j in self.jobs:
+            grouped.setdefault(j.run.placement.host.name, []).append(j.run)
+        return grouped
 
 
 def plan_month(seed: int, month: str, timezone: str, scale: float, zombies: int = 0) -> MonthPlan:

@@ -1,0 +1,88 @@
+"""Wide tables for the PDF as aligned monospaced text in page-sized blocks.
+
+WeasyPrint lays a table out cell by cell: a few hundred rows of a dozen columns cost seconds
+a report (a 370-row job table 3.5 s of work, the same rows as text lines 0.5 s). A long
+table is therefore printed as lines of text in a monospaced CJK font (wide characters take
+two columns), its font size chosen so the widest line fits the page, split into blocks
+that each fill a page (`pre.listing` in print.css: one block a page). The HTML keeps the
+table; the rows and figures are the same.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import Sequence
+
+# a half-width character of a monospaced font is 0.5 em wide, a line 1.25 em high
+LANDSCAPE = (768 / 0.5, 470 / 1.25)  # characters and lines at 1 pt: 271 x 176 mm, A4 landscape less the header
+PORTRAIT = (521 / 0.5, 700 / 1.25)   # 184 x 247 mm, A4 portrait less the margins and the header
+MAX_PT = 7.0
+
+
+def width(text: str) -> int:
+    """Columns the text takes in a monospaced CJK font: wide characters count two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, columns: int, right: bool) -> str:
+    fill = " " * (columns - width(text))
+    return fill + text if right else text + fill
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None, right: set[str],
+            page: tuple[float, float] = LANDSCAPE, heading_pt: float = 150) -> dict:
+    """The rows as aligned text: `header`, `blocks` of row lines (the first block leaves
+    `heading_pt` points for what stands above it on its page), the `rule` and `total` lines
+    (empty without a total) and the `font_size` (pt, at most MAX_PT) at which the widest line
+    fits the page. A row of one cell is a line of its own (a note between rows)."""
+    table = [r for r in rows if len(r) > 1]
+    widths = [max(width(r[i]) for r in [header, *([total] if total else []), *table]) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        if len(row) == 1:
+            return row[0]
+        return "  ".join(pad(v, w, name in right) for v, w, name in zip(row, widths, header)).rstrip()
+
+    chars = sum(widths) + 2 * (len(widths) - 1)
+    size = min(MAX_PT, math.floor(page[0] / chars * 10) / 10)
+    lines = [line(r) for r in rows]
+    per_page = int(page[1] / size) - 3  # the header, the rule and the total
+    first = max(1, per_page - int(heading_pt / (1.25 * size)))
+    blocks = [lines[:first]] + [lines[i:i + per_page] for i in range(first, len(lines), per_page)]
+    return {"header": line(header), "blocks": [b for b in blocks if b], "rule": "-" * chars,
+            "total": line(total) if total else "", "font_size": size}
+
+
+TAG_HEADER = ("Model type", "GPU model", "GPUs", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs/GPU-h",
+              "Peak GiB", "Median GiB", "Fit/GPU", "Cost", "Cost/epoch", "Speed vs fastest", "Memory vs fastest")
+_TAG_RIGHT = frozenset(TAG_HEADER[4:])
+
+
+def tag_comparison(section: dict, places: int) -> dict:
+    """The image tag comparison's printed rows (each group's `printed_per_group` fastest, then
+    a line saying how many slower tags the HTML has) as aligned text on portrait A4, with the
+    same figures as the HTML table (the template's number and money formats)."""
+    from ..templating import money, number
+
+    ends = section["printed_per_group"]
+    rows: list[tuple[str, ...]] = []
+    for x in section["rows"]:
+        if x["rank_in_group"] <= ends:
+            fastest = x["rank_in_group"] == 1
+            rows.append((
+                x["model_type"] or "", x["gpu_model_short"] or "", str(x["gpus"]), x["image_tag"] or "",
+                str(x["runs"]), str(x["epochs"]), number(x["gpu_hours"]), number(x["epochs_per_gpu_hour"], 2),
+                number(x["peak_mem_gib"], 2), number(x["median_peak_mem_gib"], 2),
+                "" if x["fits_per_gpu"] is None else str(x["fits_per_gpu"]),
+                money(x["cost"], "", places), money(x["cost_per_epoch"], "", places),
+                "fastest" if fastest else ("" if x["speed_vs_fastest_pct"] is None else f"{x['speed_vs_fastest_pct']:+.1f} %"),
+                "" if fastest or x["memory_vs_fastest_pct"] is None else f"{x['memory_vs_fastest_pct']:+.1f} %"))
+        elif x["rank_in_group"] == ends + 1:
+            more = x["group_size"] - ends
+            rows.append((f"  … {more} slower tag{'' if more == 1 else 's'} of {x['model_type'] or ''} on "
+                         f"{x['gpu_model_short'] or ''} (not printed: see the HTML report) …",))
+    n = len(section["rows"])
+    total = ("Total", "", "", f"{n} tag{'' if n == 1 else 's'}", str(section["runs"]), str(section["epochs"]),
+             number(section["gpu_hours"]), "", "", "", "", money(section["cents"], "", places), "", "", "")
+    return aligned(TAG_HEADER, rows, total, _TAG_RIGHT, PORTRAIT, heading_pt=260)
