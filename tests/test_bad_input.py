@@ -457,9 +457,10 @@ def test_a_query_runs_under_the_configured_memory_limit(tmp_path):
 ])
 def test_csv_neutralizes_formula_cells(cell):
     from yolocost import finance, queries
+    from yolocost.report import jobs
 
     assert queries.csv_safe(cell) == "'" + cell
-    assert finance.csv_safe is queries.csv_safe  # the finance CSV uses the one implementation
+    assert finance.csv_safe is queries.csv_safe is jobs.csv_safe  # every CSV uses the one implementation
 
 
 @pytest.mark.parametrize("cell", ["plain", "1.5", " x", "a=b", "\uff41"])

@@ -97,7 +97,7 @@ from .config import FOCUS_VERSIONS, Config
 from .errors import YolocostError
 from .money import minor_unit
 from .outputs import write_in_own_folder, write_output
-from .queries import csv_safe
+from .csvsafe import csv_safe
 
 DEFAULT_FOCUS_VERSION = "1.2"  # the version focus-validator can check offline (docs/focus-validator.md)
 

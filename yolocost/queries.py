@@ -27,6 +27,7 @@ import duckdb
 
 from . import db
 from .config import Config
+from .csvsafe import csv_safe
 from .errors import YolocostError
 from .resources import shipped_dir
 
@@ -225,26 +226,6 @@ def _no_statement(sql: str) -> bool:
 
 
 # --------------------------------------------------------------------------- output
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")  # OWASP's list, and LF and NUL that some readers skip
-
-
-def csv_safe(value: Any) -> Any:
-    """Neutralize a text cell a spreadsheet would run as a formula (OWASP CSV injection).
-
-    Also when the sign follows leading blanks (` =1+1`: some spreadsheets trim them) or is a
-    fullwidth or small form (`＝`, `﹢`: some fold them to ASCII); the one function both the
-    query CSV and the finance CSV use."""
-    if isinstance(value, str) and (value.startswith(_FORMULA_START) or _folded_start(value) in "=+-@"):
-        return "'" + value
-    return value
-
-
-def _folded_start(value: str) -> str:
-    """The first non-blank character as a spreadsheet may read it: ＝ and ﹦ fold to =."""
-    rest = value.lstrip()
-    return unicodedata.normalize("NFKC", rest[0])[:1] if rest else "x"
-
 
 def _plain(value: Any) -> Any:
     """A value as JSON has it: exact decimals as text, times in ISO 8601, nested values too."""

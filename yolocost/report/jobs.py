@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from .. import money
-from ..queries import csv_safe
+from ..csvsafe import csv_safe
 from . import gpufit
 from .listing import LANDSCAPE, aligned
 
@@ -214,7 +214,7 @@ def csv_rows(table: dict) -> list[dict[str, str]]:
 def to_csv(table: dict) -> str:
     """The job table as CSV text: RFC 4180 (CRLF line ends, quotes where needed), a header
     row, one row per job; text cells neutralized against formula injection
-    (yolocost.queries.csv_safe), numbers as plain decimals, money in whole minor units of the
+    (yolocost.csvsafe), numbers as plain decimals, money in whole minor units of the
     currency. Nothing depends on when it is written: the same database gives the same bytes."""
     buf = io.StringIO(newline="")
     writer = csv.writer(buf, lineterminator="\r\n")
