@@ -1,7 +1,7 @@
 """The `yolocost` command: a thin click layer over the library.
 
-Each command parses its options, calls one library function and turns a YolocostError
-into `error: <one line>` on stderr with exit status 2. Logs and progress go to stderr,
+Each command parses its options, calls the library and turns a YolocostError into
+`error: <one line>` on stderr with exit status 2. Logs and progress go to stderr,
 results to files or stdout. Messages never decide the exit status: a stderr that cannot be
 written (a full log disk, a reader gone, a closed descriptor) loses them and the run goes
 on, as does a stdout that carries only the closing lines of a command whose work is files.

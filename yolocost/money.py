@@ -1,9 +1,10 @@
 """Rounding money to cents so that rounded parts add up to the rounded total.
 
-The marts keep money exact (DECIMAL(38, 9)); cents appear only in reports and the finance
-CSV. Rounding each figure on its own breaks sums (three projects at 1/3 cent each round to
-0.00 + 0.00 + 0.00 while their total rounds to 0.01), so every place that prints cents goes
-through the functions here:
+The marts keep money exact (DECIMAL(38, 9)); the cent ledger (yolocost.ledger) rounds each
+month once and stores the cents every document prints. Rounding each figure on its own
+breaks sums (three projects at 1/3 cent each round to 0.00 + 0.00 + 0.00 while their total
+rounds to 0.01), so the ledger, and every figure that is no charge, rounds with the
+functions here:
 
 * `to_cents(amounts)`: the largest-remainder method. Each part is floored to the cent, and
   the cents still missing to reach the total, rounded half up, go one each to the parts with

@@ -1,4 +1,5 @@
-"""The PromQL the ingest sends, built in one place, each query with the reason for its shape.
+"""The PromQL of the ingest's requests, each query with the reason for its shape (the store
+probe's measuring queries, sent before them, are in storeprobe.py).
 
 Every grain query is evaluated by `query_range` at the END of each grain interval (step =
 grain) and aggregates the interval's samples server-side, so only grain-level points cross

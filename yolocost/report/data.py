@@ -5,11 +5,13 @@ audience's project (None = the admin report, all projects) and filters in SQL: a
 report's rows come from `WHERE project = ? AND bucket = 'project'`, so no other project's row
 is ever read into it.
 
-Every printed money figure and GPU-hour figure is a value of the cent ledger
-(yolocost.ledger: ledger_charges, ledger_job_month) or a sum of such values, never a
-rounding of its own: so a figure has the same cents in every table, card, report, the
-summary, the named queries and the finance CSV, every table adds up to its total, and GPU +
-energy = cost in every row. Money stays Decimal; densities and shares are floats.
+Every billed money figure and GPU-hour figure is a value of the cent ledger
+(yolocost.ledger: ledger_charges, ledger_job_month) or a sum of such values: so a figure has
+the same cents in every table, card, report, the summary, the named queries and the finance
+CSV, every table adds up to its total, and GPU + energy = cost in every row. Figures that are
+no charge (what a stalled stretch cost, what a policy would have saved) are not in the
+ledger; they are rounded here with the largest remainder (yolocost.money) so that their
+table adds up to its printed total. Money stays Decimal; densities and shares are floats.
 """
 
 from __future__ import annotations
