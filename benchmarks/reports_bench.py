@@ -84,10 +84,14 @@ MONTHLY_SET = ("build", "report", "html", "pdf", "export")
 
 
 def rel(path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
+    """The path relative to the checkout where it lies inside it (a link such as the venv's
+    python counts as where it is, not where it points), else as given."""
+    for candidate in (Path(path).absolute(), Path(path).resolve()):
+        try:
+            return str(candidate.relative_to(ROOT))
+        except ValueError:
+            continue
+    return str(path)
 
 
 # ---------------------------------------------------------------- measuring one process
