@@ -34,7 +34,8 @@ from pathlib import Path
 T0 = time.monotonic()
 
 from yolocost.config import load_config  # noqa: E402
-from yolocost.ingest import _Fetcher, _Spill  # noqa: E402
+from yolocost.ingest.fetcher import Fetcher as _Fetcher  # noqa: E402
+from yolocost.ingest.spill import Spill as _Spill  # noqa: E402
 from yolocost.promclient import PrometheusClient, _ts  # noqa: E402
 
 QUERY, RANGE = "/api/v1/query", "/api/v1/query_range"

@@ -452,7 +452,8 @@ def code_version() -> dict:
     def git(*a: str) -> str:
         done = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
-    files = ["yolocost/ingest.py", "yolocost/promql.py", "yolocost/promclient.py", "yolocost/load.py"]
+    files = [*sorted(str(p.relative_to(ROOT)) for p in (ROOT / "yolocost" / "ingest").glob("*.py")),
+             "yolocost/promql.py", "yolocost/promclient.py", "yolocost/load.py"]
     return {"head": git("rev-parse", "--short", "HEAD"),
             "modified": [line.split(maxsplit=1)[1] for line in git("status", "--porcelain", "--", *files).splitlines()],
             "sha256": {f: __import__("hashlib").sha256((ROOT / f).read_bytes()).hexdigest()[:12] for f in files}}

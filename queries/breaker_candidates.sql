@@ -10,17 +10,7 @@
 -- (cost descending, job, start), in exact integer arithmetic; GPU-hours the same way to 0.1 h,
 -- from the hours as the report reads them (10 significant digits). One SELECT (with steps as
 -- CTEs), as every named query.
-WITH minor AS (
-    -- the currency's minor unit: ledger_charges.cost is DECIMAL(38, places); `unit` is one
-    -- minor unit as a value of that type (coalesce takes the type of the ledger's cost)
-    SELECT CAST(10 ** (9 - numeric_scale) AS BIGINT) AS nanos_per_unit,
-           coalesce((SELECT cost FROM ledger_charges WHERE false),
-                    CAST(10 ** (4 - numeric_scale) AS BIGINT) * CAST(0.0001 AS DECIMAL(38, 4))) AS unit
-    FROM information_schema.columns
-    WHERE table_catalog = current_database() AND table_schema = 'main'
-      AND table_name = 'ledger_charges' AND column_name = 'cost'
-),
-stretches AS (
+WITH stretches AS (
     SELECT b.*,
            row_number() OVER (ORDER BY b.cost DESC, b.job_id, b.stretch_start) AS position,
            CAST(b.cost * 1000000000 AS HUGEINT) AS nanos,
@@ -37,7 +27,7 @@ floors AS (
            s.hours * 10 - floor(s.hours * 10) AS hours_rest,
            CAST(round(sum(s.hours) OVER (), 1) * 10 AS HUGEINT) AS hours_total
     FROM stretches AS s
-    CROSS JOIN minor AS m
+    CROSS JOIN minor_unit() AS m  -- the currency's minor unit (sql/macros.sql)
 ),
 rounded AS (
     SELECT *,

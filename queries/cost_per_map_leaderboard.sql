@@ -7,37 +7,13 @@
 -- their own, so each run's cost is its ledger cents and a configuration's cost their sum; a
 -- mean or a cost per point is a rate on those cents. The mean is rounded half up in whole
 -- minor units of the ledger's currency (not always cents: JPY has none). One SELECT, as
--- every named query; yolocost.report.data.leaderboard computes the same board.
-WITH minor AS (
-    -- the currency's minor unit: ledger_charges.cost is DECIMAL(38, places); `unit` is one
-    -- minor unit as a value of that type (coalesce takes the type of the ledger's cost)
-    SELECT CAST(10 ** numeric_scale AS BIGINT) AS units_per_one,
-           coalesce((SELECT cost FROM ledger_charges WHERE false),
-                    CAST(10 ** (4 - numeric_scale) AS BIGINT) * CAST(0.0001 AS DECIMAL(38, 4))) AS unit
-    FROM information_schema.columns
-    WHERE table_catalog = current_database() AND table_schema = 'main'
-      AND table_name = 'ledger_charges' AND column_name = 'cost'
-),
-job_cents AS (
-    SELECT job_id, sum(cost) AS cents FROM ledger_job_month WHERE month <= $month GROUP BY job_id
-),
-board AS (
-    SELECT
-        j.model_type,
-        j.image_tag,
-        count(*) AS runs,
-        avg(j.map50 ORDER BY j.job_id) AS mean_map50,
-        avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
-        avg(epoch(j.last_interval) - epoch(j.first_interval) + s.grain_seconds ORDER BY j.job_id) / 3600 AS mean_training_hours,
-        avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours,
-        max(j.mem_peak_mib) AS peak_mem_mib,
-        coalesce(sum(c.cents), 0) AS cost
-    FROM mart_job_by_month AS j
-    CROSS JOIN settings AS s
-    LEFT JOIN job_cents AS c USING (job_id)
-    WHERE j.month = $month AND j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL
-      AND ($project = 'all' OR (j.project = $project AND j.bucket = 'project'))
-    GROUP BY j.model_type, j.image_tag
+-- every named query; the configurations and their cents come from the macro
+-- cost_per_map_board, which yolocost.report.data.leaderboard reads as well.
+WITH board AS (
+    -- each configuration's runs, means and ledger cents (sql/macros.sql, as the reports read them)
+    SELECT b.*
+    FROM settings AS s
+    CROSS JOIN cost_per_map_board($month, nullif($project, 'all'), s.grain_seconds) AS b
 ),
 rated AS (
     SELECT *,
@@ -63,5 +39,5 @@ SELECT
     round(b.cost_per_map50_point, 4) AS cost_per_map50_point,
     round(b.cost_per_map50_95_point, 4) AS cost_per_map50_95_point
 FROM rated AS b
-CROSS JOIN minor AS m
+CROSS JOIN minor_unit() AS m  -- the currency's minor unit (sql/macros.sql)
 ORDER BY rank

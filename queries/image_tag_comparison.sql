@@ -1,28 +1,16 @@
 -- title: Image tags compared
--- description: Per model type x GPU model x GPUs per run x image tag (a run on two GPUs trains at about half the epochs per GPU-hour of one on one GPU, so tags are compared only among runs on as many GPUs), the runs that finished at least one epoch in the month: runs, epochs finished in the month, GPU-hours, epochs per GPU-hour, peak GPU memory (the largest of the runs' peaks and their median), how many such runs fit on one GPU of that model at the largest peak, cost and cost per epoch; and each tag against the fastest tag of its model type x GPU model x GPUs per run (speed_vs_fastest_pct, memory_vs_fastest_pct). A run is a job's month (mart_job_month, ledger_job_month): its epochs are the epochs whose end falls in the month (mart_job_by_month.month_epochs, months in the configured time zone; an archived month as it was archived), its GPU-hours and cost what it held and was charged in the month. Epochs per GPU-hour = epochs / the runs' exact GPU-seconds held x 3600 (for a run on one GPU: epochs per hour of wall time). Cost is the sum of the runs' cent-ledger cents (the cents the reports print); cost per epoch is a rate on those cents, cost / epochs, shown to 4 decimals. fits_per_gpu = floor(nominal GPU memory / largest peak), the memory of known models (yolocost.report.gpufit.GPU_MEMORY_GIB), empty for a model not listed or a run on several models. With project set, only that project's own runs (the project report's table).
+-- description: Per model type x GPU model x GPUs per run x image tag (a run on two GPUs trains at about half the epochs per GPU-hour of one on one GPU, so tags are compared only among runs on as many GPUs), the runs that finished at least one epoch in the month: runs, epochs finished in the month, GPU-hours, epochs per GPU-hour, peak GPU memory (the largest of the runs' peaks and their median), how many such runs fit on one GPU of that model at the largest peak, cost and cost per epoch; and each tag against the fastest tag of its model type x GPU model x GPUs per run (speed_vs_fastest_pct, memory_vs_fastest_pct). A run is a job's month (mart_job_month, ledger_job_month): its epochs are the epochs whose end falls in the month (mart_job_by_month.month_epochs, months in the configured time zone; an archived month as it was archived), its GPU-hours and cost what it held and was charged in the month. Epochs per GPU-hour = epochs / the runs' exact GPU-seconds held x 3600 (for a run on one GPU: epochs per hour of wall time). Cost is the sum of the runs' cent-ledger cents (the cents the reports print); cost per epoch is a rate on those cents, cost / epochs, shown to 4 decimals. fits_per_gpu = floor(nominal GPU memory / largest peak), the memory of known models (yolocost.gpumemory.GPU_MEMORY_GIB), empty for a model not listed or a run on several models. With project set, only that project's own runs (the project report's table).
 -- param: month MONTH: the month, YYYY-MM
 -- param: project VARCHAR = all: one project's own runs, or all
 --
 -- Why the arithmetic: speed is per GPU-hour because a GPU-hour is what is billed, so a tag
 -- that trains 15 % fewer epochs per GPU-hour costs about 15 % more per epoch. The memory
--- table below is gpufit's, keyed as gpufit keys it (lower case, without a leading "NVIDIA " or
--- "Tesla ", runs of spaces as one); tests/report/test_report_image_tag_comparison.py holds the
--- two equal. No table records images per second (the runner's results.csv has no such
--- column), so there is no such column here. One SELECT, as every named query; the reports'
--- section "Image tags compared" runs this query (yolocost.report.data.image_tag_comparison).
-WITH gpu_memory(model_key, memory_gib) AS (
-    VALUES
-        ('a100-sxm4-80gb', 80), ('a100 80gb pcie', 80), ('a100-pcie-80gb', 80), ('a100-sxm4-40gb', 40),
-        ('a100-pcie-40gb', 40), ('a100 40gb', 40), ('a800-sxm4-80gb', 80), ('a800 80gb pcie', 80),
-        ('h100 80gb hbm3', 80), ('h100-sxm5-80gb', 80), ('h100 pcie', 80), ('h100', 80), ('h800', 80),
-        ('h100 nvl', 94), ('h200', 141), ('h200 nvl', 141), ('gh200 480gb', 96), ('a10g', 24), ('a10', 24),
-        ('a30', 24), ('a40', 48), ('a16', 16), ('a2', 16), ('l4', 24), ('l40', 48), ('l40s', 48), ('t4', 16),
-        ('v100-sxm2-16gb', 16), ('v100-sxm2-32gb', 32), ('v100-pcie-16gb', 16), ('v100-pcie-32gb', 32),
-        ('v100s-pcie-32gb', 32), ('p100-pcie-16gb', 16), ('p100-sxm2-16gb', 16), ('p4', 8), ('rtx a6000', 48),
-        ('rtx 6000 ada generation', 48), ('rtx a5000', 24), ('rtx a4000', 16), ('geforce rtx 4090', 24),
-        ('geforce rtx 3090', 24)
-),
-runs AS (
+-- of each model is the view gpu_memory: the rows of yolocost.gpumemory, which every database
+-- yolocost writes holds, keyed as gpufit keys them (lower case, without a leading "NVIDIA " or
+-- "Tesla ", runs of spaces as one). No table records images per second (the runner's
+-- results.csv has no such column), so there is no such column here. One SELECT, as every named query; the reports'
+-- section "Image tags compared" runs this query (yolocost.report.tags.image_tag_comparison).
+WITH runs AS (
     -- the month's job-months that finished an epoch (mart_job_by_month.month_epochs: the epochs
     -- that ended in the month, as an archived month was archived)
     SELECT l.job_id, m.model_type, m.gpu_models AS gpu_model, m.gpus, m.image_tag, b.month_epochs AS epochs,

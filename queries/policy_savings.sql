@@ -8,16 +8,6 @@
 -- query does the same in whole nano-units, to the minor unit of the ledger's currency (not
 -- always cents: JPY has none), and GPU-hours from the exact GPU-seconds. One SELECT, as
 -- every named query.
-WITH minor AS (
-    -- the currency's minor unit: ledger_charges.cost is DECIMAL(38, places); `unit` is one
-    -- minor unit as a value of that type (coalesce takes the type of the ledger's cost)
-    SELECT CAST(10 ** (9 - numeric_scale) AS BIGINT) AS nanos_per_unit,
-           coalesce((SELECT cost FROM ledger_charges WHERE false),
-                    CAST(10 ** (4 - numeric_scale) AS BIGINT) * CAST(0.0001 AS DECIMAL(38, 4))) AS unit
-    FROM information_schema.columns
-    WHERE table_catalog = current_database() AND table_schema = 'main'
-      AND table_name = 'ledger_charges' AND column_name = 'cost'
-)
 SELECT
     p.policy,
     p.job_id,
@@ -35,6 +25,6 @@ SELECT
     p.fp_reason,
     p.grain_seconds
 FROM mart_policy_savings AS p
-CROSS JOIN minor AS m
+CROSS JOIN minor_unit() AS m  -- the currency's minor unit (sql/macros.sql)
 WHERE p.month = $month AND ($policy = 'all' OR p.policy = $policy)
 ORDER BY p.policy, p.saved_cost DESC, p.job_id

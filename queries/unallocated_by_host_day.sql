@@ -13,18 +13,7 @@
 -- ties to the host whose name sorts first. Weights are mart_host_day's exact amounts taken as
 -- whole numbers of nano-units, so quotas and remainders are exact integer arithmetic.
 -- One SELECT (with steps as CTEs), as every named query.
-WITH minor AS (
-    -- the currency's minor unit: ledger_charges.cost is DECIMAL(38, places); `unit` is one
-    -- minor unit as a value of that type (coalesce takes the type of the ledger's cost)
-    SELECT numeric_scale AS places,
-           CAST(10 ** numeric_scale AS BIGINT) AS per_unit,
-           coalesce((SELECT cost FROM ledger_charges WHERE false),
-                    CAST(10 ** (4 - numeric_scale) AS BIGINT) * CAST(0.0001 AS DECIMAL(38, 4))) AS unit
-    FROM information_schema.columns
-    WHERE table_catalog = current_database() AND table_schema = 'main'
-      AND table_name = 'ledger_charges' AND column_name = 'cost'
-),
-ledger AS (
+WITH ledger AS (
     -- per day x GPU model: GPU cents and tenths of GPU-hours of capacity nobody held (as the
     -- admin report counts it: the unallocated bucket and any share of it charged to projects),
     -- and the tenths of all capacity
@@ -45,14 +34,14 @@ amounts AS (
     SELECT h.day, h.hostname, h.gpu_model, h.gpus,
            h.capacity_gpu_hours AS exact_capacity_gpu_hours,
            h.unallocated_gpu_hours AS exact_unallocated_gpu_hours,
-           CAST(coalesce(l.cents, 0) * m.per_unit AS HUGEINT) AS cost_total,
+           CAST(coalesce(l.cents, 0) * m.units_per_one AS HUGEINT) AS cost_total,
            CAST(coalesce(l.unallocated_tenths, 0) * 10 AS HUGEINT) AS unallocated_total,
            CAST(coalesce(l.capacity_tenths, 0) * 10 AS HUGEINT) AS capacity_total,
            CAST(h.unallocated_cost * 1000000000 AS HUGEINT) AS cost_weight,
            CAST(CAST(h.unallocated_gpu_hours AS DECIMAL(38, 9)) * 1000000000 AS HUGEINT) AS unallocated_weight,
            CAST(CAST(h.capacity_gpu_hours AS DECIMAL(38, 9)) * 1000000000 AS HUGEINT) AS capacity_weight
     FROM mart_host_day AS h
-    CROSS JOIN minor AS m
+    CROSS JOIN minor_unit() AS m  -- the currency's minor unit (sql/macros.sql)
     LEFT JOIN ledger AS l ON l.day = h.day AND l.gpu_model = h.gpu_model
     WHERE h.month = $month
 ),
@@ -94,6 +83,6 @@ SELECT
     round(s.exact_unallocated_gpu_hours / nullif(s.exact_capacity_gpu_hours, 0) * 100, 1) AS unallocated_pct,
     CAST(s.cost_units AS DECIMAL(38, 0)) * m.unit AS unallocated_cost
 FROM shares AS s
-CROSS JOIN minor AS m
+CROSS JOIN minor_unit() AS m
 WHERE s.unallocated_units >= $min_hours * 10
 ORDER BY unallocated_cost DESC, s.day, s.hostname, s.gpu_model

@@ -321,3 +321,30 @@ def test_bench_run_prints_the_estimate_and_max_cost_refuses(sample_cwd, sample_d
     nodb = _bench(sample_cwd / "elsewhere", "--max-cost", "1000")
     assert_one_line_error(nodb, "--max-cost: no database at", "not started")
     assert_one_line_error(_bench(sample_cwd, "--max-cost", "ten"), "--max-cost: 'ten' is not an amount above 0")
+
+
+# --------------------------------------------------------------------------- the cost limit of a bench run
+
+
+@pytest.mark.parametrize("text", ["ten", "0", "-5", "NaN", "sNaN", "Infinity", ""])
+def test_a_cost_limit_is_an_amount_above_0(text):
+    from yolocost.errors import YolocostError
+
+    with pytest.raises(YolocostError, match=r"--max-cost: .* is not an amount above 0"):
+        est.CostLimit.parse(text)
+    assert est.CostLimit.parse(" 99.50 ") == est.CostLimit(" 99.50 ", Decimal("99.50"))
+
+
+def test_without_a_database_only_a_run_with_a_limit_is_refused(tmp_path):
+    from builders import make_config
+
+    from yolocost.errors import YolocostError
+
+    config = make_config(tmp_path)
+    request = est.Request("yolov8m", gpus=1, epochs=100)
+    lines: list[str] = []
+    est.before_run(config, request, None, dt.datetime.now(UTC), lines.append)
+    assert lines == [] and not config.database.exists()
+    with pytest.raises(YolocostError, match="--max-cost: no database at .*; not started "
+                                             r"\(leave out --max-cost 250 to train without the check\)"):
+        est.before_run(config, request, est.CostLimit.parse("250"), dt.datetime.now(UTC), lines.append)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from yolocost import db, forked
-from yolocost.ingest import _Points
+from yolocost.ingest.decoding import Points
 from yolocost.errors import DataError, YolocostError
 
 
@@ -131,7 +131,7 @@ def test_an_error_the_parent_cannot_rebuild_keeps_its_kind_and_message():
 
 
 def test_series_are_numbered_once_when_threads_convert_a_chunks_answers_together():
-    """The worker threads number a chunk's series as their answers come (`_Points.sids`): a
+    """The worker threads number a chunk's series as their answers come (`Points.sids`): a
     series in several answers gets one id however the threads interleave. Threads switched
     as often as Python allows, over rounds of answers converted side by side."""
     answer = [{"metric": {"UUID": f"GPU-{n}", "job": "j"}, "values": [[300.0, "1"]]} for n in range(5000)]
@@ -139,7 +139,7 @@ def test_series_are_numbered_once_when_threads_convert_a_chunks_answers_together
     sys.setswitchinterval(1e-6)
     try:
         for _ in range(10):
-            points = _Points(["util"], 0, 3000, 300)
+            points = Points(["util"], 0, 3000, 300)
             got: list = []
             threads = [threading.Thread(target=lambda: got.append(points.arrays(answer)[0])) for _ in range(4)]
             for t in threads:

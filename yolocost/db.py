@@ -12,7 +12,7 @@ from typing import Iterator
 
 import duckdb
 
-from . import interrupts
+from . import gpumemory, interrupts
 from .config import Config
 from .errors import DataError, YolocostError
 from .resources import SQL_DIR
@@ -216,6 +216,7 @@ def writing(path: Path | str, memory_limit: str | None = None) -> Iterator[duckd
             create_schema(con)
             with transaction(con):  # a migration is undone with the write it was made for
                 migrate_schema(con, path)
+                create_definitions(con)
                 yield con
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # the first error is the one to show
@@ -242,6 +243,15 @@ def models_needed(reader: str) -> Iterator[None]:
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the raw tables if they do not exist yet (schema.sql documents each one)."""
     con.execute((SQL_DIR / "schema.sql").read_text(encoding="utf-8"))
+
+
+def create_definitions(con: duckdb.DuckDBPyConnection) -> None:
+    """Create (or bring up to this version) what the named queries and the reports share in
+    the database itself, so that the duckdb command line finds it in the file too: the
+    macros of sql/macros.sql and the view gpu_memory, the rows of yolocost.gpumemory."""
+    con.execute((SQL_DIR / "macros.sql").read_text(encoding="utf-8"))
+    con.execute("CREATE OR REPLACE VIEW gpu_memory AS SELECT * FROM "
+                f"(VALUES {values(gpumemory.view_rows())}) AS t(gpu_model, model_key, memory_gib)")
 
 
 # tables that hold nothing but a copy of the config, rewritten on every build

@@ -53,7 +53,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import duckdb
 
@@ -509,3 +509,53 @@ def estimate_database(config: Config, request: Request, now: dt.datetime) -> Est
         raise YolocostError(f"{config.database}: cannot read the history: {str(exc).splitlines()[0]}") from None
     finally:
         con.close()
+
+
+@dataclass(frozen=True)
+class CostLimit:
+    """The most a run may cost by its upper estimate (`bench run --max-cost`), with the
+    spelling given, which the refusals quote."""
+
+    text: str
+    amount: Decimal
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--max-cost") -> CostLimit:
+        """An amount above 0 (`250`, `99.50`); anything else is one line naming the option."""
+        try:
+            amount = Decimal(text.strip())
+        except decimal.InvalidOperation:
+            amount = None
+        if amount is None or not amount.is_finite() or amount <= 0:
+            raise YolocostError(f"{option}: {text!r} is not an amount above 0 (e.g. 250 or 99.50)")
+        return cls(text, amount)
+
+
+def before_run(config: Config, request: Request, limit: CostLimit | None, now: dt.datetime,
+               progress: Callable[[str], None]) -> None:
+    """The estimate's line before a run trains, and the check of its cost limit, which raises
+    to refuse the run: the upper estimate, rounded to the currency's minor unit as printed,
+    above the limit. Without an estimate (no database file, no comparable run, an unreadable
+    database) a run with a limit is refused too, as its cost cannot be checked; one without a
+    limit trains anyway."""
+    refuse = f"not started (leave out --max-cost {limit.text} to train without the check)" if limit else ""
+    if not config.database.is_file():
+        if limit is not None:
+            raise YolocostError(f"--max-cost: no database at {config.database} to estimate the cost from; {refuse}")
+        return
+    try:
+        result = estimate_database(config, request, now)
+    except YolocostError as exc:
+        if limit is not None:
+            raise YolocostError(f"--max-cost: no estimate ({exc}); {refuse}") from None
+        progress(f"no estimate: {exc}")
+        return
+    progress(summary_line(result))
+    if limit is None:
+        return
+    if not result.found:
+        raise YolocostError(f"--max-cost: {summary_line(result)}; {refuse}")
+    high = round_cents(result.cost.high, minor_unit(result.currency))
+    if high > limit.amount:
+        raise YolocostError(f"the estimated cost is up to {high} {result.currency}, above --max-cost {limit.text}: "
+                            "not started")

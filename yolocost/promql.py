@@ -237,7 +237,7 @@ class GrainQueries:
         sample per step, and `slots` counts the steps that hold one. Where `slots` is less
         than `samples`, two samples fell into one step (a scrape stamped late, past a step
         boundary) and the ingest counts samples, busy, idle and utilization of that series x
-        grain from the raw samples instead (`raw_util_samples`; ingest.py `_raw_utilization`).
+        grain from the raw samples instead (`raw_util_samples`; ingest/decoding.py `raw_utilization`).
         In `auto` mode the same goes for the grains where a series' profiling metric has
         other samples than DCGM_FI_DEV_GPU_UTIL (`prof_samples`)."""
         u = self.util()
@@ -257,7 +257,7 @@ class GrainQueries:
             # a grain, a counter's deltas come to its last value minus the one before wherever
             # nothing interrupts them: these give each series' last value and sample count per
             # grain, `energy_resets` the series whose counter dropped, and the ingest differences
-            # the values where that settles a grain (ingest.py `_telescoped_energy`); the other
+            # the values where that settles a grain (ingest/energy.py `telescoped_energy`); the other
             # grains it computes from raw samples (`energy_samples`)
             "energy_last": self._raw("last_over_time", ENERGY, self.grain),
             "energy_count": self._raw("count_over_time", ENERGY, self.grain),
@@ -287,7 +287,7 @@ class GrainQueries:
         as `fresh`): what the plain path's energy is computed from, client-side, exactly as
         `_energy_delta` defines it (each step's last value within LOOKBACK, per GPU the max
         over its series; a drop is a reset) and given to the series present at that step
-        (see ingest.py `_energy_points`), for the grains `energy_last` does not settle."""
+        (see ingest/energy.py `energy_points`), for the grains `energy_last` does not settle."""
         return f"{self._sel(ENERGY)}[{self._range(seconds + LOOKBACK)}] offset 1ms"
 
     def _count_in(self, within: tuple[int, int]) -> str:

@@ -29,11 +29,12 @@ from . import db
 from .config import Config
 from .csvsafe import csv_safe
 from .errors import YolocostError
+from .monthstr import is_month
 from .resources import shipped_dir
 
 _PARAM = re.compile(r"^(?P<name>[A-Za-z_]\w*)(?:\s+(?P<type>[A-Za-z]+))?(?:\s*=\s*(?P<default>[^:]*?))?\s*(?::\s*(?P<doc>.*))?$")
 def _month(text: str) -> str:
-    if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", text):
+    if not is_month(text):
         raise ValueError(text)
     return text
 

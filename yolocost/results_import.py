@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import duckdb
 
 from . import db
-from .bench.record import RunRecord, parse_time
+from .runrecord import RunRecord, parse_time
 from .config import Config
 from .errors import DataError
 from .load import RAW_FILES, load_parquet_dir

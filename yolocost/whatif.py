@@ -27,6 +27,7 @@ import duckdb
 from . import db, money, months
 from .config import Config
 from .errors import YolocostError
+from .monthstr import check_month
 
 TITLES = {"idle_reclaim": "Idle reclaim", "breaker": "Breaker"}
 TOP_JOBS = 10
@@ -121,8 +122,6 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
 def whatif(config: Config, month: str, limit: int = TOP_JOBS) -> dict:
     """`yolocost whatif`: the month's policy savings over every project, from the marts
     (read-only). A month the database holds no data for is an error naming the months it has."""
-    from .report.data import check_month
-
     check_month(month)
     if limit < 1:
         raise YolocostError(f"--limit: must be at least 1, got {limit}")

@@ -43,9 +43,11 @@ if _path:
 
         setattr(owner, name, wrapper)
 
-    import yolocost.ingest as _ing
+    from yolocost.ingest import decoding as _decoding, energy as _energy, fetcher as _fetcher, \
+        staging as _staging, transaction as _transaction
+    from yolocost.promclient import PrometheusClient as _PrometheusClient
 
-    _keep_chunk = _ing._Points.keep_chunk
+    _keep_chunk = _decoding.Points.keep_chunk
 
     def _counting_keep_chunk(self, parts):
         for name, (key, _) in parts:
@@ -55,7 +57,7 @@ if _path:
             c["points"] += len(key)
         return _keep_chunk(self, parts)
 
-    _ing._Points.keep_chunk = _counting_keep_chunk
+    _decoding.Points.keep_chunk = _counting_keep_chunk
 
     import hashlib
     import threading
@@ -64,7 +66,7 @@ if _path:
     # computes them), so the floor can be checked to send exactly these
     _requests: list = []
     _recording = threading.Event()
-    _client = _ing.PrometheusClient
+    _client = _PrometheusClient
     _query, _query_range = _client.query, _client.query_range
     from yolocost.promclient import _ts
 
@@ -81,7 +83,7 @@ if _path:
         return _query_range(self, promql, start, end, step)
 
     _client.query, _client.query_range = _recording_query, _recording_query_range
-    _grain_points = _ing._Fetcher._grain_points
+    _grain_points = _fetcher.Fetcher._grain_points
 
     def _recording_grain_points(self, *args, **kwargs):
         _recording.set()
@@ -90,22 +92,20 @@ if _path:
         finally:
             _recording.clear()
 
-    _ing._Fetcher._grain_points = _recording_grain_points
-    _timed(_ing._Fetcher, "run", "fetch_total_s")
-    _timed(_ing._Fetcher, "_grain_points", "grain_queries_s")
-    _timed(_ing._Points, "arrays", "json_to_arrays_s", hwm=False)
-    if hasattr(_ing, "_energy_points"):  # the raw energy samples differenced client-side
-        _timed(_ing, "_energy_points", "energy_samples_to_arrays_s", hwm=False)
-    _timed(_ing._Points, "keep_chunk", "align_s", hwm=False)
-    _timed(_ing._Fetcher, "_usage", "assemble_group_s")
-    _timed(_ing._Fetcher, "_training", "training_s")
-    if hasattr(_ing, "_give_back_memory"):  # between the fetch and the write
-        _timed(_ing, "_give_back_memory", "give_back_memory_s")
-    _timed(_ing, "rebuild", "rebuild_models_s")
-    _timed(_ing, "replace_window", "replace_window_s")
-    _timed(_ing, "_stage_usage", "stage_usage_s")
-    _timed(_ing, "_stage", "stage_s")
-    _timed(_ing.PrometheusClient, "_decode", "json_decode_s", hwm=False)  # summed over the worker threads
+    _fetcher.Fetcher._grain_points = _recording_grain_points
+    _timed(_fetcher.Fetcher, "run", "fetch_total_s")
+    _timed(_fetcher.Fetcher, "_grain_points", "grain_queries_s")
+    _timed(_decoding.Points, "arrays", "json_to_arrays_s", hwm=False)
+    if hasattr(_energy, "energy_points"):  # the raw energy samples differenced client-side
+        _timed(_energy, "energy_points", "energy_samples_to_arrays_s", hwm=False)
+    _timed(_decoding.Points, "keep_chunk", "align_s", hwm=False)
+    _timed(_fetcher.Fetcher, "_usage", "assemble_group_s")
+    _timed(_fetcher.Fetcher, "_training", "training_s")
+    _timed(_transaction, "rebuild", "rebuild_models_s")
+    _timed(_transaction, "replace_window", "replace_window_s")
+    _timed(_staging, "stage_usage", "stage_usage_s")
+    _timed(_staging, "stage", "stage_s")
+    _timed(_PrometheusClient, "_decode", "json_decode_s", hwm=False)  # summed over the worker threads
 
     _imports = time.monotonic() - _t0
     _hwm["after_imports"] = round(_vmhwm(), 1)
@@ -117,9 +117,9 @@ if _path:
                        "process_s": time.monotonic() - _t0}, fh)
 
     atexit.register(_dump)
-    if hasattr(_ing, "_fetch"):  # the fetch runs in a forked child, which leaves without atexit:
+    if hasattr(_fetcher, "fetch"):  # the fetch runs in a forked child, which leaves without atexit:
         # it writes its own counts beside the parent's (read together by ingest_bench.read_hook)
-        _fetch = _ing._fetch
+        _fetch = _fetcher.fetch
 
         def _fetch_and_dump(*args, **kwargs):
             try:
@@ -127,4 +127,4 @@ if _path:
             finally:
                 _dump(_path + ".fetch")
 
-        _ing._fetch = _fetch_and_dump
+        _fetcher.fetch = _fetch_and_dump

@@ -59,11 +59,11 @@ def test_label_names_that_collide_are_one_clean_error(labels, message):
     """Before the check, prometheus-client refused them later with `ValueError: Incorrect label names`."""
     from types import SimpleNamespace
 
-    from yolocost.cli import _served_label_names
+    from yolocost.cli.bench import served_label_names
     from yolocost.errors import YolocostError
 
     with pytest.raises(YolocostError) as raised:
-        _served_label_names(SimpleNamespace(config=SimpleNamespace(labels=labels)))
+        served_label_names(SimpleNamespace(config=SimpleNamespace(labels=labels)))
     assert message in str(raised.value) and "\n" not in str(raised.value)
     names = {"project": labels.project, "user": labels.user, "model_type": labels.model_type,
              "image_tag": labels.image_tag}

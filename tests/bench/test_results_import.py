@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from yolocost.bench.record import Attempt, RunRecord
+from yolocost.runrecord import Attempt, RunRecord
 
 HEADER = ("epoch,time,train/box_loss,train/cls_loss,train/dfl_loss,metrics/precision(B),metrics/recall(B),"
           "metrics/mAP50(B),metrics/mAP50-95(B),val/box_loss,val/cls_loss,val/dfl_loss,lr/pg0,lr/pg1,lr/pg2")

@@ -1,6 +1,6 @@
-"""The plain path's energy: from the counter's raw samples (`ingest._energy_points`), and
-telescoped from its last value per grain where nothing interrupts the deltas
-(`ingest._telescoped_energy`, checked against the raw computation).
+"""The plain path's energy (yolocost.ingest.energy): from the counter's raw samples
+(`energy_points`), and telescoped from its last value per grain where nothing interrupts the
+deltas (`telescoped_energy`, checked against the raw computation).
 
 Hand-made samples on a 30 s scrape, 300 s grains, each sample 1 s after a scrape step's start
 (so sample j belongs to the step ending 30 (j + 1) s after the window start). Expected figures
@@ -15,7 +15,8 @@ import random
 
 import pytest
 
-from yolocost.ingest import _energy_points, _Points, _raw_energy, _telescoped_energy
+from yolocost.ingest.decoding import Points
+from yolocost.ingest.energy import energy_points, raw_energy, telescoped_energy
 
 S = 1_790_812_800  # a UTC midnight
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
@@ -27,8 +28,8 @@ def _series(uuid: str, pod: str, samples: dict[int, int]) -> dict:
 
 
 def _energy(answer: list[dict]) -> dict[tuple[str, int], float]:
-    points = _Points(["samples", "energy"], S, S + 600, 300)
-    keys, values = _energy_points(points, answer, S, S + 600)
+    points = Points(["samples", "energy"], S, S + 600, 300)
+    keys, values = energy_points(points, answer, S, S + 600)
     return {(points.labels[k // points.steps]["pod"], int(k % points.steps)): float(v) for k, v in zip(keys, values)}
 
 
@@ -64,7 +65,7 @@ def test_gpus_are_differenced_apart():
     assert got == {("f", 0): 1000.0, ("f", 1): 1000.0, ("g", 0): 70.0, ("g", 1): 70.0}
 
 
-# ---- the telescoped path (`ingest._telescoped_energy`): a grain's deltas summed as last minus last
+# ---- the telescoped path (`telescoped_energy`): a grain's deltas summed as last minus last
 
 GRAIN, SCRAPE = 300, 30
 
@@ -99,18 +100,18 @@ def _served(series: list[dict], grains: int, grain: int) -> tuple[list[dict], li
 def _both_ways(series: list[dict], grains: int, grain: int = GRAIN) -> tuple[dict, dict, list]:
     """(telescoped + raw for the rest, raw for the whole chunk, the raw requests) per (pod, grain)."""
     end = S + grains * grain
-    points = _Points(["samples", "energy"], S, end, grain)
+    points = Points(["samples", "energy"], S, end, grain)
     samples, last, count, resets = _served(series, grains, grain)
-    keys, values, raw = _telescoped_energy(points, points.arrays(samples), points.arrays(last),
-                                           points.arrays(count), resets, SCRAPE)
+    keys, values, raw = telescoped_energy(points, points.arrays(samples), points.arrays(last),
+                                          points.arrays(count), resets, SCRAPE)
     got = dict(zip(keys.tolist(), values.tolist()))
     for a, b, wanted in raw:
         window = [{"metric": s["metric"], "values": [v for v in s["values"] if a - 300 <= v[0] < b]}
                   for s in series]  # what the server sends: every series of the piece's GPUs and more
-        k, v = _raw_energy(points, window, a, b, wanted)
+        k, v = raw_energy(points, window, a, b, wanted)
         assert not set(k.tolist()) & set(got), "a grain computed both ways"
         got.update(zip(k.tolist(), v.tolist()))
-    k, v = _energy_points(points, series, S, end)
+    k, v = energy_points(points, series, S, end)
     whole = dict(zip(k.tolist(), v.tolist()))
     named = lambda d: {(points.labels[k // points.steps]["pod"], k % points.steps): x for k, x in d.items()}  # noqa: E731
     return named(got), named(whole), raw

@@ -33,12 +33,14 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+import duckdb
 import pytest
 from builders import build_db, epoch_rows, intervals, job_row, usage_run
 from pages import cells, collect, named_query, section
 
-from yolocost import queries
-from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, data, gpufit
+from yolocost import gpumemory, queries
+from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, gpufit
+from yolocost.report.tags import TAG_COMPARISON_PRINTED
 from yolocost.resources import shipped_dir
 from yolocost.templating import environment
 
@@ -169,9 +171,12 @@ def test_a_project_compares_its_own_runs_only(built):
 
 
 def test_the_memory_table_is_gpufits(built, sample_db):
-    text = queries.resolve("image_tag_comparison").sql
-    listed = re.search(r"gpu_memory\(model_key, memory_gib\) AS \((.*?)\n\)", text, re.DOTALL).group(1)
-    assert {k: int(v) for k, v in re.findall(r"\('([^']*)', (\d+)\)", listed)} == gpufit._MEMORY
+    con = duckdb.connect(str(sample_db.path), read_only=True)  # the query joins the database's view gpu_memory
+    try:
+        listed = con.execute("SELECT model_key, memory_gib FROM gpu_memory").fetchall()
+    finally:
+        con.close()
+    assert {k: int(v) for k, v in listed} == gpumemory.MEMORY_BY_KEY
     # names as dcgm-exporter writes them ("NVIDIA A10G", "Tesla V100-SXM2-32GB") find their memory
     columns, found = queries.run(sample_db.path, queries.resolve("image_tag_comparison"), {"month": "2026-10"})
     rows = [dict(zip(columns, r)) for r in found]
@@ -211,7 +216,7 @@ def test_the_section_prints_the_figures(built):
 
 def test_print_shows_the_fastest_tags_of_each_group_and_says_how_many_are_left(built):
     report = collect(built, MONTH, None)
-    assert report["tag_comparison"]["printed_per_group"] == data.TAG_COMPARISON_PRINTED == 3
+    assert report["tag_comparison"]["printed_per_group"] == TAG_COMPARISON_PRINTED == 3
     printed = _section(report, fmt="pdf")
     # the PDF prints the rows as aligned text (a table of hundreds of rows is slow to lay out)
     assert "<table" not in printed.split("<h3>", 1)[0]

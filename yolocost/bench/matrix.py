@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from ..errors import YolocostError
 from . import offline
-from .record import RunRecord
+from ..runrecord import RunRecord
 from .runner import BenchOptions, check_options, run_bench
 
 Progress = Callable[[str], None]

@@ -26,7 +26,7 @@ from . import dataset, offline
 from .gpus import held_gpus
 from .metrics import JobMetrics
 from .nvml import DcgmCollector, Nvml, NvmlUnavailable
-from .record import RECORD_NAME, Attempt, RunRecord, iso, now, parse_time
+from ..runrecord import RECORD_NAME, Attempt, RunRecord, iso, now, parse_time
 
 Progress = Callable[[str], None]
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -16,95 +16,29 @@ table adds up to its printed total. Money stays Decimal; densities and shares ar
 
 from __future__ import annotations
 
-import contextvars
-
 import datetime as dt
 import re
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
-import duckdb
-
-from .. import ledger, money, months, queries
-from ..errors import YolocostError
-from . import gpufit, listing, ratecard, waste
+from .. import ledger, money, queries, whatif
+from ..monthstr import check_month as check_month  # the reports check their month here (report/__init__)
+from . import gpufit, ratecard, waste
 from .actions import actions, policy_notes
 from .jobs import job_table
+from .reading import (NOBODY, SHARE, change_text, dec, local_time, minor_shares, places, project_sums, query_rows,
+                      rows, scope, stable)
+from .tags import image_tag_comparison
+from .trend import comparison, trend
 
-MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 TOP = 15  # rows in ranking tables (idle waste, violations); the charts show the same rows
 DENSITY_BINS = 10  # density distribution: 0-10 %, ..., 90-100 %
-
-
-def check_month(month: str) -> str:
-    if not isinstance(month, str) or not MONTH_RE.fullmatch(month):
-        raise YolocostError(f"--month: {month!r} is not a month (YYYY-MM)")
-    return month
 
 
 def previous_month(month: str) -> str:
     year, mon = int(month[:4]), int(month[5:7])
     return f"{year - 1}-12" if mon == 1 else f"{year}-{mon - 1:02d}"
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence = ()) -> list[dict[str, Any]]:
-    """Rows as dicts. Floating-point sums come out of a parallel aggregation in any order, so
-    their last bits vary between runs; rounding them to 10 significant digits keeps the
-    reports (and the chart data embedded in them) identical for identical data."""
-    cur = con.execute(sql, list(params))
-    names = [d[0] for d in cur.description]
-    return [{n: _stable(v) for n, v in zip(names, row)} for row in cur.fetchall()]
-
-
-def _stable(value: Any) -> Any:
-    return float(f"{value:.10g}") if isinstance(value, float) else value
-
-
-def _scope(project: str | None, alias: str = "") -> tuple[str, list]:
-    """SQL condition (with its parameters) that keeps only the audience's own rows."""
-    if project is None:
-        return "", []
-    a = f"{alias}." if alias else ""
-    return f" AND {a}project = ? AND {a}bucket = 'project'", [project]
-
-
-def _dec(value) -> Decimal:
-    return Decimal(0) if value is None else Decimal(value)
-
-
-# decimals of the report currency's minor unit, set by `collect` for the sections it reads
-_places: contextvars.ContextVar[int] = contextvars.ContextVar("places", default=2)
-
-
-def _cents(items: list[dict], key: str, out: str, total: Decimal | None = None) -> None:
-    """Round items[key] to cents into items[out] so that they add up: to `total` (already in
-    cents) when given, else to the rounded sum. Largest remainder (yolocost.money)."""
-    if not items:
-        return
-    amounts = [_dec(i[key]) for i in items]
-    places = _places.get()
-    parts = money.to_cents(amounts, places) if total is None else money.distribute(amounts, total, places)
-    for item, part in zip(items, parts):
-        item[out] = part
-
-
-def _change(current, previous, kind: str) -> str | None:
-    """'+12.3 %' (relative) or '+1.2 pp' (density, percentage points) against last month."""
-    if current is None or previous is None:
-        return None
-    if kind == "percent":
-        return f"{(float(current) - float(previous)) * 100:+.1f} pp"
-    if float(previous) == 0:
-        return None
-    return f"{(float(current) / float(previous) - 1) * 100:+.1f} %"
-
-
-def _local(ts: dt.datetime | None, tz: ZoneInfo) -> str:
-    return "" if ts is None else ts.astimezone(tz).strftime("%Y-%m-%d %H:%M")
 
 
 # --------------------------------------------------------------------------- sections
@@ -120,9 +54,6 @@ def month_projects(con, month: str) -> list[str]:
         con, "SELECT project FROM mart_project_month WHERE month = ? AND bucket = 'project' ORDER BY project", [month])]
 
 
-SHARE = ledger.SHARE
-# capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
-NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
 HOST_DAY_QUERY = "unallocated_by_host_day"  # queries/: the per-host cents of capacity nobody held
 
 
@@ -137,23 +68,6 @@ def printed_totals(con, month: str, project: str | None = None) -> dict[str, Dec
         GROUP BY project ORDER BY project""", [month, *params])}
 
 
-def project_sums(con, months: Sequence[str], project: str) -> dict[str, dict]:
-    """A project's ledger sums per month, from its own rows only: own use (`total_cents`), its
-    share of unallocated capacity, what it is billed, GPU-hours, idle waste and energy cost.
-    Months it held no GPU in are absent."""
-    marks = ", ".join("?" for _ in months)
-    return {r["month"]: r for r in rows(con, f"""
-        SELECT month,
-               coalesce(sum(cost) FILTER (WHERE allocation = 'usage'), 0) AS total_cents,
-               coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
-               sum(cost) AS billed_cents,
-               coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
-               coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost,
-               coalesce(sum(cost) FILTER (WHERE allocation = 'usage' AND charge_kind = 'energy'), 0) AS energy_cost
-        FROM ledger_charges WHERE month IN ({marks}) AND project = ? AND bucket = 'project'
-        GROUP BY month""", [*months, project])}
-
-
 # the admin headline's figures by the names of yolocost.ledger.month_totals
 _HEADLINE_TOTALS = {"total_cents": "total", "capacity_gpu_hours": "capacity_gpu_hours",
                     "attributed_gpu_hours": "held_gpu_hours", "idle_gpu_hours": "idle_gpu_hours",
@@ -165,8 +79,6 @@ _HEADLINE_TOTALS = {"total_cents": "total", "capacity_gpu_hours": "capacity_gpu_
 def headline(con, month: str, project: str | None) -> dict:
     """Headline cards, this month against the previous one; no change is shown when either
     month is partial (`coverage["note"]` says which, with its coverage)."""
-    from .trend import comparison  # trend reads this module's helpers
-
     prev = previous_month(month)
     covered = comparison(con, month, prev)
     if project is None:
@@ -181,7 +93,7 @@ def headline(con, month: str, project: str | None) -> dict:
         cur, old = found.get(month), found.get(prev)
         if cur is None:
             return {"cards": [], "current": None, "previous_month": prev, "coverage": covered}
-        shared = (f"; {cur['shared_cents']:,.{_places.get()}f} of it charged to projects by their GPU-hours"
+        shared = (f"; {cur['shared_cents']:,.{places.get()}f} of it charged to projects by their GPU-hours"
                   if cur["shared_cents"] else "; charged to no project")
         spec = [
             ("total_cents", "Total cost", "money", f"GPU time and energy, {cur['gpus']} GPUs"),
@@ -224,11 +136,11 @@ def headline(con, month: str, project: str | None) -> dict:
         ]
         if cur["share_cents"]:
             spec.append(("share_cents", "Share of unallocated capacity", "money",
-                         f"capacity nobody held, charged by GPU-hours; billed in all {cur['billed_cents']:,.{_places.get()}f}"))
+                         f"capacity nobody held, charged by GPU-hours; billed in all {cur['billed_cents']:,.{places.get()}f}"))
     cards = []
     for key, label, kind, note in spec:
         previous = old.get(key) if old else None
-        change = _change(cur.get(key), previous, kind) if not covered["note"] else None
+        change = change_text(cur.get(key), previous, kind) if not covered["note"] else None
         # density up is good news; cost, hours and waste up are not
         worse = change is not None and change.startswith("+") != (key == "density") and not change[1:].startswith("0.0")
         cards.append({"key": key, "label": label, "fmt": kind, "value": cur.get(key), "previous": previous,
@@ -313,8 +225,6 @@ def projects(con, month: str) -> list[dict]:
     """Admin only: every bucket of the month (ledger sums, see _bucket_sums) with jobs, users
     and density from mart_project_month and last month's billed cents, and the change where
     both months are whole."""
-    from .trend import comparison  # trend reads this module's helpers
-
     prev = previous_month(month)
     comparable = not comparison(con, month, prev)["note"]
     marts = {r["project"]: r for r in rows(con, """
@@ -326,7 +236,7 @@ def projects(con, month: str) -> list[dict]:
         r.update({k: marts.get(r["project"], {}).get(k) for k in ("jobs", "users", "density")})
         r["share"] = float(r["billed_cents"] / total) if total else None
         r["previous_cents"] = prev_totals.get(r["project"])
-        r["change"] = _change(r["billed_cents"], r["previous_cents"], "money") if comparable else None
+        r["change"] = change_text(r["billed_cents"], r["previous_cents"], "money") if comparable else None
     found.sort(key=lambda r: (BUCKET_RANK.get(r["bucket"], 9), -r["billed_cents"], r["project"]))
     return found
 
@@ -343,7 +253,7 @@ _JOBS = """
 def users(con, month: str, project: str | None) -> list[dict]:
     """Cost per user (x project for the admin): sums of the ledger's job cents, so the rows of
     a project add up to its own-usage cost."""
-    where, params = _scope(project, "l")
+    where, params = scope(project, "l")
     return rows(con, f"""
         SELECT l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, count(*) AS jobs,
                sum(l.gpu_hours) AS gpu_hours,
@@ -385,7 +295,7 @@ def gpu_models(con, month: str, project: str | None) -> list[dict]:
 
 def image_tags(con, month: str, project: str | None) -> dict:
     """Spend, density and idle waste per container image tag (sums of the ledger's job cents)."""
-    where, params = _scope(project, "l")
+    where, params = scope(project, "l")
     found = rows(con, f"""
         SELECT m.image_tag, m.tag_status, count(*) AS jobs, count(DISTINCT l.project) AS projects,
                sum(l.gpu_hours) AS gpu_hours,
@@ -405,18 +315,18 @@ def _top_with_rest(found: list[dict], top: int = TOP) -> dict:
         other = {"count": len(rest), "cents": sum((r["cents"] for r in rest), Decimal(0)),
                  "jobs": sum(r.get("jobs") or 0 for r in rest),
                  "gpu_hours": sum((r["gpu_hours"] for r in rest), Decimal(0)),
-                 "idle_cost": sum((_dec(r.get("idle_cost")) for r in rest), Decimal(0))}
+                 "idle_cost": sum((dec(r.get("idle_cost")) for r in rest), Decimal(0))}
     every = shown + ([other] if other else [])
     return {"rows": shown, "other": other, "count": len(found),
             "cents": sum((r["cents"] for r in every), Decimal(0)),
             "gpu_hours": sum((r["gpu_hours"] for r in every), Decimal(0)),
-            "idle_cost": sum((_dec(r["idle_cost"]) for r in every), Decimal(0)),
+            "idle_cost": sum((dec(r["idle_cost"]) for r in every), Decimal(0)),
             "jobs": sum(r["jobs"] for r in every)}
 
 
 def density(con, month: str, project: str | None) -> dict:
     """Jobs per band of effective compute density (0-10 %, ..., 90-100 %), ledger sums."""
-    where, params = _scope(project, "l")
+    where, params = scope(project, "l")
     found = rows(con, f"""
         SELECT least(CAST(floor(coalesce(m.density, 0) * {DENSITY_BINS}) AS INTEGER), {DENSITY_BINS - 1}) AS bin,
                count(*) AS jobs, sum(l.gpu_hours) AS gpu_hours, sum(l.cost) AS cents, sum(l.idle_cost) AS idle_cost
@@ -450,7 +360,7 @@ def density(con, month: str, project: str | None) -> dict:
 def idle_waste(con, month: str, project: str | None) -> dict:
     """The jobs with the most idle cost, and idle waste per project (admin) or per user: ledger
     values, the same cents as the project, user and job tables."""
-    where, params = _scope(project, "l")
+    where, params = scope(project, "l")
     jobs = rows(con, f"""
         SELECT l.job_id, l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, m.model_type,
                m.image_tag, m.gpu_models, m.gpus, l.gpu_hours, l.idle_gpu_hours, l.idle_cost, m.density, l.cost
@@ -476,23 +386,13 @@ def idle_waste(con, month: str, project: str | None) -> dict:
 
 LEADERBOARD_ENDS = 10  # the PDF prints the best and the worst this many of a longer leaderboard
 
-# The value leaderboard's runs: the month's finished jobs (mart_job_by_month: ended in the
-# month, with a final validation) with their money from the cent ledger: each job's cents of
-# every month it ran in up to this one (ledger_job_month), so a configuration's spend is a
-# sum of printed cents. {where} keeps one project's jobs.
+# The value leaderboard's configurations: the macro cost_per_map_board (sql/macros.sql), which
+# the named query cost_per_map_leaderboard ranks and rounds; here its rows are read whole, the
+# ledger cents as `cents`, for one project's jobs or (project NULL) every project's.
 LEADERBOARD_SQL = """
-    SELECT
-        j.model_type, j.image_tag, count(*) AS runs,
-        avg(j.map50 ORDER BY j.job_id) AS mean_map50, avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
-        avg(epoch(j.last_interval) - epoch(j.first_interval) + ? ORDER BY j.job_id) / 3600 AS mean_training_hours,
-        avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours, max(j.mem_peak_mib) AS peak_mem_mib,
-        avg(j.density ORDER BY j.job_id) AS mean_density,
-        coalesce(sum(l.cents), 0) AS cents
-    FROM mart_job_by_month AS j
-    LEFT JOIN (SELECT job_id, sum(cost) AS cents FROM ledger_job_month WHERE month <= ? GROUP BY job_id) AS l
-        USING (job_id)
-    WHERE j.month = ? AND j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL{where}
-    GROUP BY j.model_type, j.image_tag"""
+    SELECT model_type, image_tag, runs, mean_map50, mean_map50_95, mean_training_hours, mean_gpu_hours,
+           peak_mem_mib, mean_density, cost AS cents
+    FROM cost_per_map_board(?, ?, ?)"""
 
 
 def leaderboard(con, month: str, project: str | None, timezone: str, grain_seconds: int) -> list[dict]:
@@ -507,83 +407,19 @@ def leaderboard(con, month: str, project: str | None, timezone: str, grain_secon
 def leaderboard_from_jobs(con, month: str, project: str | None, timezone: str, grain_seconds: int) -> list[dict]:
     """The leaderboard (see `leaderboard`) over the month's finished jobs, restricted to one
     project's jobs (or none)."""
-    where, params = _scope(project, "j")
-    found = rows(con, LEADERBOARD_SQL.format(where=where), [grain_seconds, month, month, *params])
+    found = rows(con, LEADERBOARD_SQL, [month, project, grain_seconds])
     for r in found:
         runs = Decimal(r["runs"])
         r["mean_cost_per_run"] = (r["cents"] / runs).quantize(Decimal("1e-9"))
         per_run = float(r["cents"]) / r["runs"]
-        r["cost_per_map50_point"] = (_stable(per_run / (r["mean_map50"] * 100)) if r["mean_map50"] else None)
-        r["cost_per_map50_95_point"] = (_stable(per_run / (r["mean_map50_95"] * 100))
+        r["cost_per_map50_point"] = (stable(per_run / (r["mean_map50"] * 100)) if r["mean_map50"] else None)
+        r["cost_per_map50_95_point"] = (stable(per_run / (r["mean_map50_95"] * 100))
                                         if r["mean_map50_95"] else None)
     found.sort(key=lambda r: (r["cost_per_map50_point"] is None, r["cost_per_map50_point"] or 0.0,
                               r["model_type"] or "", r["image_tag"] or ""))
     for rank, r in enumerate(found, start=1):
         r["rank"] = rank
     return found
-
-
-TAG_COMPARISON_QUERY = "image_tag_comparison"  # queries/: the section's rows, whole
-TAG_COMPARISON_PRINTED = 3  # the PDF prints each model type x GPU model's fastest this many tags
-# the named query's test for "every project"; a project's report drops it (see image_tag_comparison)
-_EVERY_PROJECT = "$project = 'all'"
-
-
-def _scoped_query(name: str, project: str | None) -> str:
-    """A named query that takes `project` (default 'all'), for one audience: a project's report
-    runs it with the query's "every project" test taken out, so that only `project = ? AND
-    bucket = 'project'` picks its rows (a project named "all" sees its own rows only)."""
-    sql = queries.resolve(name).sql
-    if project is not None:
-        if sql.count(_EVERY_PROJECT) != 1:
-            raise YolocostError(f"queries/{name}.sql: its project test {_EVERY_PROJECT!r} "
-                                "is not there once; a project report cannot be scoped")
-        sql = sql.replace(_EVERY_PROJECT, "false")
-    return sql
-
-
-def _query_rows(con, name: str, month: str, project: str | None) -> list[dict]:
-    if not months.has_column(con, "mart_job_by_month", "month_epochs"):
-        return []  # an archived month of a database no build has touched since month_epochs came
-    cur = con.execute(_scoped_query(name, project), {"month": month, "project": "all" if project is None else project})
-    names = [d[0] for d in cur.description]
-    return [{n: _stable(v) for n, v in zip(names, r)} for r in cur.fetchall()]
-
-
-def image_tag_comparison(con, month: str, project: str | None) -> dict:
-    """Image tags compared: the rows of the named query image_tag_comparison (per model type x
-    GPU model x image tag with a run that finished an epoch in the month: runs, epochs,
-    GPU-hours, epochs per GPU-hour, peak memory, fits per GPU, ledger cents and cost per epoch
-    as a rate on them, speed and memory against the model type x GPU model's fastest tag), so
-    the section and the query show the same figures. A project's report runs it with the
-    query's "every project" test taken out, so only `project = ? AND bucket = 'project'` picks
-    its rows (a project named "all" sees its own runs only). Each row gets `versus`, the
-    comparison in words ('fastest', or '-15.0 % speed, -33.3 % memory'), `group`, its place
-    among the model type x GPU model groups (for the table's banding), `rank_in_group` (1 =
-    the fastest) and `group_size` (the PDF prints the TAG_COMPARISON_PRINTED fastest of each
-    group); the totals are sums of all the rows (ledger tenths and cents)."""
-    found = _query_rows(con, TAG_COMPARISON_QUERY, month, project)
-    groups: list[tuple] = []
-    sizes: dict[tuple, int] = {}
-    for r in found:
-        key = (r["model_type"], r["gpu_model"], r["gpus"])
-        if not groups or groups[-1] != key:
-            groups.append(key)
-        sizes[key] = sizes.get(key, 0) + 1
-        r["group"] = len(groups)
-        r["rank_in_group"] = sizes[key]  # the query lists a group's tags fastest first
-        r["gpu_model_short"] = gpufit.short_name(r["gpu_model"]) if r["gpu_model"] else r["gpu_model"]
-        r["versus"] = tag_versus(r)
-    for r in found:
-        r["group_size"] = sizes[(r["model_type"], r["gpu_model"], r["gpus"])]
-    zero = money.round_cents(Decimal(0), _places.get())
-    section = {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
-               "runs": sum(r["runs"] for r in found),
-               "epochs": sum(r["epochs"] for r in found),
-               "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
-               "cents": sum((r["cost"] for r in found), zero)}
-    section["listing"] = listing.tag_comparison(section, _places.get())  # the PDF's rows, as text
-    return section
 
 
 VERSION_QUERY = "ultralytics_version_share"  # queries/: GPU-hours and speed per Ultralytics version
@@ -611,24 +447,12 @@ def ultralytics_versions(con, month: str, project: str | None) -> dict:
     jobs, GPU-hours (ledger tenths) and their share, cost (ledger cents), the runs that
     finished an epoch, their epochs and epochs per GPU-hour; '(unknown)' last. Totals are sums
     of the rows."""
-    found = _query_rows(con, VERSION_QUERY, month, project)
-    zero = money.round_cents(Decimal(0), _places.get())
+    found = query_rows(con, VERSION_QUERY, month, project)
+    zero = money.round_cents(Decimal(0), places.get())
     return {"rows": found, "known": sum(1 for r in found if r["ultralytics_version"] != UNKNOWN_VERSION),
             "jobs": sum(r["jobs"] for r in found), "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
             "cents": sum((r["cost"] for r in found), zero), "epochs": sum(r["epochs"] for r in found),
             "runs_with_epochs": sum(r["runs_with_epochs"] for r in found)}
-
-
-def tag_versus(row: dict) -> str:
-    """A tag against the fastest tag of its model type x GPU model, in words."""
-    if row["image_tag"] == row["fastest_tag"]:
-        return "fastest"
-    parts = []
-    if row["speed_vs_fastest_pct"] is not None:
-        parts.append(f"{row['speed_vs_fastest_pct']:+.1f} % speed")
-    if row["memory_vs_fastest_pct"] is not None:
-        parts.append(f"{row['memory_vs_fastest_pct']:+.1f} % memory")
-    return ", ".join(parts)
 
 
 def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
@@ -636,7 +460,7 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
     stretch with its cost (`cents`, the rows adding up to the total), and the saving net of
     the false stops (`net_cents`: the stretches whose job did not improve its loss later by
     more than the breaker's delta; the sum of those rows' printed cents)."""
-    where, params = _scope(project)
+    where, params = scope(project)
     found = rows(con, f"""
         SELECT job_id, project, bucket, coalesce(user_name, '(no user)') AS user_name, model_type,
                stretch_start, stretch_end, stretch_hours, gpu_hours, cost, util_mean, loss_before, loss_after,
@@ -644,8 +468,8 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
         FROM mart_breakers WHERE month = ?{where}
         ORDER BY cost DESC, job_id, stretch_start""", [month, *params])
     for r in found:
-        r["start"], r["end"] = _local(r.pop("stretch_start"), tz), _local(r.pop("stretch_end"), tz)
-    _cents(found, "cost", "cents")
+        r["start"], r["end"] = local_time(r.pop("stretch_start"), tz), local_time(r.pop("stretch_end"), tz)
+    minor_shares(found, "cost", "cents")
     # GPU-hours to the tenth the same way, so the stretches add up to the printed total
     for r, tenths in zip(found, money.to_cents([Decimal(repr(r["gpu_hours"] or 0.0)) for r in found], 1)):
         r["gpu_hours"] = tenths
@@ -662,8 +486,6 @@ def policies(con, month: str, project: str | None, timezone: str, currency: str)
     """What the stopping policies would have saved (yolocost.whatif): each policy's totals, per
     project (admin report) each policy's figures side by side, and the jobs that would have
     saved the most. A project report reads only its own jobs' rows."""
-    from .. import whatif
-
     found = whatif.collect(con, month, project, timezone=timezone, currency=currency, limit=None)
     if found is None:
         return {"policies": [], "projects": [], "jobs": [], "jobs_total": 0, "resolution": ""}
@@ -673,7 +495,7 @@ def policies(con, month: str, project: str | None, timezone: str, currency: str)
             entry = projects.setdefault(row["project"], {"project": row["project"], "bucket": row["bucket"],
                                                          "by_policy": {}})
             entry["by_policy"][p["policy"]] = row
-    zero = {"jobs_stopped": 0, "false_positives": 0, "gpu_hours": Decimal("0.0"), "cost": money.round_cents(0, _places.get())}
+    zero = {"jobs_stopped": 0, "false_positives": 0, "gpu_hours": Decimal("0.0"), "cost": money.round_cents(0, places.get())}
     for entry in projects.values():
         for p in found["policies"]:
             entry["by_policy"].setdefault(p["policy"], zero)
@@ -687,7 +509,7 @@ def policies(con, month: str, project: str | None, timezone: str, currency: str)
 
 def tag_violations(con, month: str, project: str | None) -> dict:
     """Spend on image tags that break the tag policy, per status and per job (the ledger's job cents)."""
-    where, params = _scope(project, "l")
+    where, params = scope(project, "l")
     found = rows(con, f"""
         SELECT v.job_id, l.project, l.bucket, coalesce(v.user_name, '(no user)') AS user_name,
                v.image_tag, v.tag_status, v.image_digest, l.gpu_hours, l.cost
@@ -747,11 +569,11 @@ def unallocated(con, month: str) -> dict:
         t[0] += r["unallocated_cost"]
         t[1] += r["unallocated_gpu_hours"]
         t[2] += r["capacity_gpu_hours"]
-    zero = money.round_cents(Decimal(0), _places.get())
+    zero = money.round_cents(Decimal(0), places.get())
     for h in hosts:
         cents, unallocated_tenths, capacity_tenths = shared.get((h["hostname"], h["gpu_model"]),
                                                                 [zero, Decimal("0.0"), Decimal("0.0")])
-        h["cents"] = money.round_cents(cents, _places.get())
+        h["cents"] = money.round_cents(cents, places.get())
         h["unallocated_gpu_hours"] = unallocated_tenths
         h["capacity_gpu_hours"] = capacity_tenths
     hosts.sort(key=lambda h: (-h["cents"], -h["unallocated_gpu_hours"], h["hostname"], h["gpu_model"]))
@@ -767,16 +589,14 @@ def unallocated(con, month: str) -> dict:
 
 def collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
     """Every section of one audience's report."""
-    token = _places.set(money.minor_unit(currency))
+    token = places.set(money.minor_unit(currency))
     try:
         return _collect(con, month, project, timezone=timezone, grain_seconds=grain_seconds, currency=currency)
     finally:
-        _places.reset(token)
+        places.reset(token)
 
 
 def _collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
-    from .trend import trend  # trend reads this module's helpers
-
     tz = ZoneInfo(timezone)
     report: dict[str, Any] = {
         "headline": headline(con, month, project),
@@ -798,7 +618,7 @@ def _collect(con, month: str, project: str | None, *, timezone: str, grain_secon
     if project is None:
         report["projects"] = projects(con, month)
         report["unallocated"] = unallocated(con, month)
-        report["gpu_fit"] = gpufit.jobs_that_fit(con, month, None, _places.get(), TOP)
+        report["gpu_fit"] = gpufit.jobs_that_fit(con, month, None, places.get(), TOP)
     report["rate_card"] = ratecard.rate_card(con, month, project, currency)
     report["jobs"] = None if project is None else job_table(con, month, project, timezone, currency)
     # a configuration on an image tag the tag policy rejects is never recommended (actions._value)

@@ -2,10 +2,11 @@
 
 The data holds each GPU's framebuffer in use (DCGM_FI_DEV_FB_USED: gpu_usage.mem_peak_mib, a
 job-month's peak in mart_job_month) but not its size (FB_FREE is not scraped), so the memory
-of each GPU model comes from GPU_MEMORY_GIB below: the nominal memory of known models, keyed by
-the model name as dcgm-exporter's `modelName` (or nvidia-smi) writes it, without a leading
-"NVIDIA " or "Tesla " and without regard to case. A model that is not in the table gets no
-note, nor is it ever suggested.
+of each GPU model comes from yolocost.gpumemory.GPU_MEMORY_GIB: the nominal memory of known
+models, keyed by the model name as dcgm-exporter's `modelName` (or nvidia-smi) writes it,
+without a leading "NVIDIA " or "Tesla " and without regard to case (the named query
+image_tag_comparison reads the same table). A model that is not in the table gets no note,
+nor is it ever suggested.
 
 A job-month gets a note when
 * it ran on one GPU (a job on several GPUs gets none: the smaller model would need a host
@@ -30,54 +31,23 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import duckdb
 
+from ..gpumemory import VENDOR_PREFIX, memory_gib
+
 FIT_MARGIN = Decimal("0.8")  # the peak may use at most this share of the smaller GPU's memory
 MIB_PER_GIB = 1024
 PAID_BELOW = Decimal("0.999")  # a job billed under this share of its model's lowest price ran on a priced MIG profile
 DEFAULT_KEY = "*"
 
-# Nominal memory (GiB) of known GPU models, by the name dcgm-exporter reports (modelName)
-# less "NVIDIA "/"Tesla ". Bare names ("A100") that stand for several sizes are left out.
-GPU_MEMORY_GIB: dict[str, int] = {
-    "A100-SXM4-80GB": 80, "A100 80GB PCIe": 80, "A100-PCIE-80GB": 80,
-    "A100-SXM4-40GB": 40, "A100-PCIE-40GB": 40, "A100 40GB": 40,
-    "A800-SXM4-80GB": 80, "A800 80GB PCIe": 80,
-    "H100 80GB HBM3": 80, "H100-SXM5-80GB": 80, "H100 PCIe": 80, "H100": 80, "H800": 80,
-    "H100 NVL": 94, "H200": 141, "H200 NVL": 141, "GH200 480GB": 96,
-    "A10G": 24, "A10": 24, "A30": 24, "A40": 48, "A16": 16, "A2": 16,
-    "L4": 24, "L40": 48, "L40S": 48,
-    "T4": 16,
-    "V100-SXM2-16GB": 16, "V100-SXM2-32GB": 32, "V100-PCIE-16GB": 16, "V100-PCIE-32GB": 32,
-    "V100S-PCIE-32GB": 32,
-    "P100-PCIE-16GB": 16, "P100-SXM2-16GB": 16, "P4": 8,
-    "RTX A6000": 48, "RTX 6000 Ada Generation": 48, "RTX A5000": 24, "RTX A4000": 16,
-    "GeForce RTX 4090": 24, "GeForce RTX 3090": 24,
-}
-
-_PREFIX = re.compile(r"^(?:nvidia|tesla)\s+", re.I)
-
-
-def _key(model: str) -> str:
-    return re.sub(r"\s+", " ", _PREFIX.sub("", model.strip())).lower()
-
-
-_MEMORY = {_key(name): gib for name, gib in GPU_MEMORY_GIB.items()}
-
 
 def short_name(model: str) -> str:
     """The model's name less a leading "NVIDIA " or "Tesla " (for the PDF's narrow listing)."""
-    return _PREFIX.sub("", model.strip())
-
-
-def memory_gib(model: str | None) -> int | None:
-    """The nominal memory of a GPU model in GiB, or None for a model not in GPU_MEMORY_GIB."""
-    return None if not model else _MEMORY.get(_key(model))
+    return VENDOR_PREFIX.sub("", model.strip())
 
 
 class PriceBook:

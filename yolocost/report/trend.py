@@ -24,7 +24,7 @@ from typing import Iterable
 import duckdb
 
 from .. import ledger
-from .data import project_sums, rows
+from .reading import project_sums, rows
 
 TREND_MONTHS = 12
 
@@ -105,7 +105,7 @@ def ledger_sums(con: duckdb.DuckDBPyConnection, months: list[str], project: str 
     cluster's total cents, GPU-hours held by jobs and idle waste (yolocost.ledger.month_totals);
     or one project's own use (`cents`), what it is billed (`billed_cents`: plus any share of
     unallocated capacity), GPU-hours and idle waste, from its own rows only
-    (data.project_sums). Months without rows are absent."""
+    (reading.project_sums). Months without rows are absent."""
     if project is not None:
         return {m: {**r, "cents": r["total_cents"]} for m, r in project_sums(con, months, project).items()}
     out = {}

@@ -2,7 +2,9 @@
 
 Written atomically (a temporary file renamed over the old one) at the start of every attempt
 and after every epoch, so a run killed at any point leaves a record that says how far it
-got. `yolocost import-results` reads it (without torch) to load the run into the database.
+got. The benchmark runner (yolocost.bench) writes it; `yolocost import-results` reads it
+(without torch) to load the run into the database. The format lives here, below both, so
+that neither imports the other for it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from .errors import DataError
 
 RECORD_NAME = "yolocost-run.json"
 VERSION = 1

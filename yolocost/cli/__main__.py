@@ -1,0 +1,5 @@
+"""`python -m yolocost.cli`, the same as `python -m yolocost`."""
+
+from . import main
+
+main()
