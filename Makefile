@@ -6,11 +6,13 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # Debian packages: `package:command` is present when the command is on PATH, a bare `package`
-# when dpkg knows it. The PDFs need Pango and HarfBuzz (what WeasyPrint prints with) and
-# fonts-noto-cjk (Chinese names); matplotlib draws their charts, no browser. The tests add
+# when dpkg knows it. The PDFs need Pango and HarfBuzz (what WeasyPrint prints with),
+# fonts-noto-core (Noto Sans, the reports' font) and fonts-noto-cjk (Chinese names): without
+# Noto Sans every Latin letter is set and measured in the large CJK font, about a tenth more
+# printing work; matplotlib draws their charts, no browser. The tests add
 # prometheus (prometheus and promtool), victoria-metrics (the second metric store the ingest
 # is tested against), chromium (loads the HTML reports in tests) and poppler-utils (reads PDFs).
-PDF_DEBS ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-noto-cjk
+PDF_DEBS ?= libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-noto-core fonts-noto-cjk
 TEST_DEBS ?= $(PDF_DEBS) prometheus:prometheus prometheus:promtool victoria-metrics:victoria-metrics chromium:chromium \
 	poppler-utils:pdftotext
 SUDO   := $(if $(filter 0,$(shell id -u)),,sudo)

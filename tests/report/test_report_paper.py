@@ -167,3 +167,30 @@ def test_long_labels_end_in_an_ellipsis_and_long_titles_wrap():
     label = out.axes[0].get_yticklabels()[0].get_text()
     assert label.endswith("…") and len(label) == paper.LABEL_MAX and long.startswith(label[:-1])
     assert "\n" in out.get_suptitle()
+
+
+def _title_box(out):
+    title = out.get_suptitle()
+    [text] = [t for t in out.findobj(matplotlib.text.Text) if t.get_text() == title and t.get_text()]
+    return text.get_window_extent()
+
+
+@pytest.mark.parametrize("title", [
+    "Cost per mAP50 point: the best and the worst 10 of 168 configurations (148 between) (USD)",
+    "WWWWWWWW MMMMMMMM " * 6 + "(USD)",
+    "视觉质检 项目的每日成本 " * 8,
+])
+def test_a_long_title_is_wrapped_inside_the_chart(title):
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+    charts._layout(fig, title, 300, showlegend=False)
+    out = drawn(fig)
+    box = _title_box(out)
+    assert box.x0 >= 0 and box.x1 <= out.bbox.width, (box, out.bbox.width)
+    assert re.sub(r"\s+", " ", out.get_suptitle()).strip() == re.sub(r"\s+", " ", title).strip()
+
+
+def test_every_title_of_the_sample_month_fits_its_chart(figures):
+    for key, fig in figures.items():
+        out = drawn(fig)
+        box = _title_box(out)
+        assert box.x0 >= 0 and box.x1 <= out.bbox.width, key

@@ -254,8 +254,21 @@ def render_reports(
     what was written."""
     data.check_month(month)
     formats, templates = preflight(config, formats, templates_dir)
-    wants_reports = any(f in REPORT_FORMATS for f in formats)
+    with contextlib.ExitStack() as printing:  # the PDF printer's worker processes, once started
+        return _render_all(config, month, audiences, formats, templates, progress, printing)
 
+
+def _start_printer(printing: contextlib.ExitStack):
+    """The PDF printer, its worker processes started now: they load WeasyPrint and matplotlib
+    while this process reads the marts."""
+    from . import pdf
+
+    return printing.enter_context(pdf.Printer())
+
+
+def _render_all(config: Config, month: str, audiences: Sequence[str], formats: Sequence[str],
+                templates: Path | None, progress: Progress, printing: contextlib.ExitStack) -> ReportResult:
+    wants_reports = any(f in REPORT_FORMATS for f in formats)
     con = db.connect(config.database, read_only=True)
     try:
         with db.models_needed("the report"):  # a database of an older version
@@ -269,6 +282,7 @@ def render_reports(
                 progress(f"note: {built.note}")
             projects = data.month_projects(con, month)
             chosen = resolve_audiences(list(audiences), projects, month)
+            printer = _start_printer(printing) if "pdf" in formats else None
             reports = {}
             for audience in chosen if wants_reports else ():
                 progress(f"reading the marts for the {audience.label} report")
@@ -300,7 +314,7 @@ def render_reports(
     with output_errors(folder), staging_folder(folder) as staging:
         with template_errors(templates):
             if wants_reports:
-                _render(config, month, chosen, formats, reports, figures, page, staging, result, progress)
+                _render(config, month, chosen, formats, reports, figures, page, staging, result, progress, printer)
             _render_extras(month, formats, extras, pages, folder, staging, projects, result, progress)
         result.files = _move_into_place(result.files, folder, progress, config.reports_private)
         result.removed = _remove_stale(folder, projects, month, progress)
@@ -442,53 +456,58 @@ def _age(path: Path) -> float:
 
 
 def _render(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
-            result: "ReportResult", progress: Callable[[str], None]) -> None:
+            result: "ReportResult", progress: Callable[[str], None], printer) -> None:
     """Write each audience's HTML and PDF files, and each project's job CSV (whatever the formats).
 
     The PDFs go to the printer's worker processes first; the HTML pages are rendered here
     while they print."""
-    with contextlib.ExitStack() as stack:
-        printer = None
-        if "pdf" in formats:
-            from . import pdf
-
-            pdf_started = time.monotonic()
-            printer = stack.enter_context(pdf.Printer())  # its workers start (and load WeasyPrint and matplotlib) at once
-            progress(f"drawing {result.charts} charts with matplotlib and printing the PDFs in "
-                     f"{printer.workers} process(es)")
-            for audience in chosen:
-                printed = {n: paper.description(f) for n, f in figures[audience].items() if n not in charts.HTML_ONLY}
-                text = page.render(
-                    **_context(config, month, audience, reports[audience]), fmt="pdf",
-                    chart=lambda name, printed=printed: pdf.chart_slot(name) if name in printed else "",
-                    has_chart=lambda name, printed=printed: name in printed,
-                    plotly_js="",
-                )
-                printer.submit(text, folder / f"{audience.stem}.pdf", printed)
-                _report_done(printer.done(), result, progress)
-
-        if "html" in formats:
-            started = time.monotonic()
-            for audience in chosen:
-                figs = figures[audience]
-                text = page.render(
-                    **_context(config, month, audience, reports[audience]), fmt="html",
-                    chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
-                    has_chart=lambda name, figs=figs: name in figs,
-                    plotly_js=html_out.plotly_js(),
-                )
-                _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
-                if printer is not None:
-                    _report_done(printer.done(), result, progress)
-            result.html_seconds = time.monotonic() - started
-
+    try:
+        _render_pages(config, month, chosen, formats, reports, figures, page, folder, result, progress, printer)
+    finally:  # no worker writes into the staging folder once this returns, even after an error
         if printer is not None:
-            _report_done(printer.done(wait=True), result, progress)
-            progress(f"charts drawn in {printer.chart_seconds:.1f} s, WeasyPrint {printer.seconds:.1f} s of work "
-                     f"in {printer.workers} process(es)")
-            result.pdf_seconds = time.monotonic() - pdf_started
-
+            printer.close()
     for audience in chosen:
         if audience.project is not None:
             table = jobs.to_csv(reports[audience]["jobs"])
             _report_done([_write(folder / f"{audience.stem}.csv", table)], result, progress)
+
+
+def _render_pages(config: Config, month: str, chosen, formats, reports, figures, page, folder: Path,
+                  result: "ReportResult", progress: Callable[[str], None], printer) -> None:
+    if printer is not None:
+        from . import pdf
+
+        pdf_started = time.monotonic()
+        progress(f"drawing {result.charts} charts with matplotlib and printing the PDFs in "
+                 f"{printer.workers} process(es)")
+        for audience in chosen:
+            printed = {n: paper.description(f) for n, f in figures[audience].items() if n not in charts.HTML_ONLY}
+            text = page.render(
+                **_context(config, month, audience, reports[audience]), fmt="pdf",
+                chart=lambda name, printed=printed: pdf.chart_slot(name) if name in printed else "",
+                has_chart=lambda name, printed=printed: name in printed,
+                plotly_js="",
+            )
+            printer.submit(text, folder / f"{audience.stem}.pdf", printed)
+            _report_done(printer.done(), result, progress)
+
+    if "html" in formats:
+        started = time.monotonic()
+        for audience in chosen:
+            figs = figures[audience]
+            text = page.render(
+                **_context(config, month, audience, reports[audience]), fmt="html",
+                chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
+                has_chart=lambda name, figs=figs: name in figs,
+                plotly_js=html_out.plotly_js(),
+            )
+            _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
+            if printer is not None:
+                _report_done(printer.done(), result, progress)
+        result.html_seconds = time.monotonic() - started
+
+    if printer is not None:
+        _report_done(printer.done(wait=True), result, progress)
+        progress(f"charts drawn in {printer.chart_seconds:.1f} s, WeasyPrint {printer.seconds:.1f} s of work "
+                 f"in {printer.workers} process(es)")
+        result.pdf_seconds = time.monotonic() - pdf_started

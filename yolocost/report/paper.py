@@ -24,7 +24,6 @@ import html
 import io
 import logging
 import math
-import textwrap
 from typing import Any, Sequence
 
 from .charts import FONT, WIDTH
@@ -83,6 +82,37 @@ def text(value: Any) -> str:
     if value is None:
         return ""
     return html.unescape(str(value).replace("<br>", "\n"))
+
+
+@functools.lru_cache(maxsize=4096)
+def text_width(text: str, size: float) -> float:
+    """The text's width in points at `size` points, measured in the chart fonts (inside
+    `_rc()`'s settings: the same fonts and fallbacks the SVG is drawn with)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    return TextToPath().get_text_width_height_descent(text, FontProperties(size=size), ismath=False)[0]
+
+
+def wrapped(text: str, width_pt: float, size: float) -> str:
+    """The text broken at spaces into lines at most `width_pt` wide (a longer word keeps a
+    line of its own; a line break the text has stays): a chart's title stays inside it."""
+    lines: list[str] = []
+    space = text_width("a a", size) - text_width("aa", size)
+    for given in text.split("\n"):
+        if text_width(given, size) <= width_pt:
+            lines.append(given)
+            continue
+        start, used = len(lines), 0.0
+        for word in given.split():
+            wide = text_width(word, size)
+            if len(lines) > start and used + space + wide <= width_pt:
+                lines[-1] += " " + word
+                used += space + wide
+            else:
+                lines.append(word)
+                used = wide
+    return "\n".join(lines)
 
 
 def _short(label: str, limit: int = LABEL_MAX) -> str:
@@ -212,8 +242,7 @@ def draw(spec: dict, width: int = WIDTH):
     _legend(fig, ax, twin, traces, layout)
     title = _title(layout)
     if title:
-        chars = max(20, int(width / (TITLE_SIZE * 0.56)))
-        fig.suptitle(textwrap.fill(title, chars), x=0.0, ha="left", fontsize=TITLE_SIZE, color=INK)
+        fig.suptitle(wrapped(title, (width - 12) / DPI * 72, TITLE_SIZE), x=0.0, ha="left", fontsize=TITLE_SIZE, color=INK)
     return fig
 
 

@@ -141,8 +141,14 @@ class Printer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers (a page being printed is finished first) and remove what a page
+        not handed over by `done` left behind."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
         for out, tmp, _ in self._pending:
             tmp.unlink(missing_ok=True)
         self._pending.clear()
