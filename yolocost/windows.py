@@ -19,7 +19,7 @@ def ingest_window(config: Config, month: str | None, start: str | None, end: str
     if month and (start or end):
         raise YolocostError("give either --month or --start/--end, not both")
     if month:
-        return month_window(config, month)
+        return month_window(config, month, "--month")
     if start and end:
         return parse_instant(start, config, "--start"), parse_instant(end, config, "--end")
     raise YolocostError("give the window: --month YYYY-MM, or --start and --end")

@@ -116,7 +116,7 @@ def build(state: State, month):
 
     require_database(state.config)
     if month is not None:
-        month_window(state.config, month)  # checks the spelling
+        month_window(state.config, month, "--month")  # checks the spelling
     plan = rebuild_database(state.config, month, state.log)
     built = ", ".join(plan.months) if len(plan.months) <= 3 else f"{len(plan.months)} months, " \
         f"{plan.months[0]} to {plan.months[-1]}"
