@@ -47,6 +47,20 @@ MJ_PER_KWH = Decimal(3_600_000_000)
 # --------------------------------------------------------------------------- time
 
 
+# the config file of a small EUR cluster (one A100 price) that command tests write beside their data
+EUR_CONFIG = """
+[cluster]
+name = "c1"
+timezone = "UTC"
+currency = "EUR"
+[database]
+path = "yc.duckdb"
+[[prices]]
+gpu_model = "A100"
+price_per_gpu_hour = "0.04"
+"""
+
+
 def ts(value: str | dt.datetime) -> dt.datetime:
     """A tz-aware UTC instant from '2026-03-02T00:00Z' (or a datetime; naive = UTC)."""
     if isinstance(value, str):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
-from builders import assert_one_line_error, job_row, usage_row, write_raw, yolocost
+from builders import EUR_CONFIG, assert_one_line_error, job_row, usage_row, write_raw, yolocost
 from click.testing import CliRunner
 
 from yolocost.cli import main
@@ -16,17 +16,7 @@ from yolocost.cli.options import Amount, Label, NameValue, WholeNumber
 from yolocost.errors import YolocostError
 from yolocost.estimate import CostLimit
 
-CONFIG = """
-[cluster]
-name = "c1"
-timezone = "UTC"
-currency = "EUR"
-[database]
-path = "yc.duckdb"
-[[prices]]
-gpu_model = "A100"
-price_per_gpu_hour = "0.04"
-"""
+CONFIG = EUR_CONFIG
 T0 = "2026-03-02T00:00Z"
 
 

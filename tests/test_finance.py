@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builders import gpu_seconds, job_row, money, usage_row, usage_run, write_raw, yolocost
+from builders import EUR_CONFIG, gpu_seconds, job_row, money, usage_row, usage_run, write_raw, yolocost
 from yolocost import finance
 from yolocost.errors import YolocostError
 from yolocost.finance import FOCUS_MANDATORY_COLUMNS, export_finance, project_totals_cents, total_cents
@@ -465,17 +465,7 @@ def test_sample_month_export_is_byte_identical(sample_db, sample_export, tmp_pat
 # =========================================================================== the command
 
 
-CONFIG = """
-[cluster]
-name = "c1"
-timezone = "UTC"
-currency = "EUR"
-[database]
-path = "yc.duckdb"
-[[prices]]
-gpu_model = "A100"
-price_per_gpu_hour = "0.04"
-"""
+CONFIG = EUR_CONFIG
 
 
 

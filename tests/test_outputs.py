@@ -16,20 +16,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from builders import job_row, usage_row, write_raw, yolocost
+from builders import EUR_CONFIG, job_row, usage_row, write_raw, yolocost
 from smallfs import file_size_limit, fill, remount_read_only, tmpfs
 
-CONFIG = """
-[cluster]
-name = "c1"
-timezone = "UTC"
-currency = "EUR"
-[database]
-path = "yc.duckdb"
-[[prices]]
-gpu_model = "A100"
-price_per_gpu_hour = "0.04"
-"""
+CONFIG = EUR_CONFIG
 T0 = "2026-03-02T00:00Z"
 QUERY = "SELECT 'a,b' AS name, 42 AS n UNION ALL SELECT 'c', 7 ORDER BY n"
 QUERY_CSV = 'name,n\nc,7\n"a,b",42\n'  # ordered by n
