@@ -6,7 +6,7 @@ SELECT
     any_value(m.tag_status) AS tag_status,
     count(*) AS jobs,
     sum(l.gpu_hours) AS gpu_hours,
-    round(sum(m.seconds_busy) / nullif(sum(m.seconds_present), 0) * 100, 1) AS density_pct,
+    round(density(sum(m.seconds_busy), sum(m.seconds_present)) * 100, 1) AS density_pct,
     round(sum(m.idle_gpu_hours) / nullif(sum(m.gpu_hours), 0) * 100, 1) AS idle_pct,
     sum(l.cost) AS cost
 FROM mart_job_month AS m

@@ -6,7 +6,7 @@ SELECT
     l.project,
     count(*) AS jobs,
     sum(l.gpu_hours) AS gpu_hours,
-    round(sum(m.seconds_busy) / nullif(sum(m.seconds_present), 0) * 100, 1) AS density_pct,
+    round(density(sum(m.seconds_busy), sum(m.seconds_present)) * 100, 1) AS density_pct,
     sum(l.idle_gpu_hours) AS idle_gpu_hours,
     sum(l.idle_cost) AS idle_cost,
     sum(l.cost) AS cost

@@ -29,10 +29,11 @@ MAX_LINES = 700
 # Lowest first. A name ending in "." stands for every module of that package.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # what every layer may use: errors, file locations, SQL literals, Decimal rounding, fixed
-    # reference data, the run record's format, month strings, CSV cells, Ctrl-C and fork handling
+    # reference data, the run record's format, months (YYYY-MM), CSV cells, Ctrl-C and fork handling
     ("base", ("yolocost", "yolocost.errors", "yolocost.resources", "yolocost.sqltext", "yolocost.csvsafe",
               "yolocost.interrupts", "yolocost.forked", "yolocost.money", "yolocost.monthstr",
-              "yolocost.gpumemory", "yolocost.runrecord")),
+              "yolocost.gpumemory", "yolocost.runrecord",
+              "yolocost.atomic")),  # replacing a file in one rename
     ("configuration", ("yolocost.config",)),
     ("database", ("yolocost.db",)),
     ("models", ("yolocost.models",)),
@@ -40,14 +41,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ledger", ("yolocost.ledger", "yolocost.months")),
     # raw data in: each write rebuilds the models and the ledger of the months it touched
     ("ingest and load", ("yolocost.promql", "yolocost.promclient", "yolocost.storeprobe", "yolocost.attribution",
-                         "yolocost.coverage", "yolocost.windows", "yolocost.ingest", "yolocost.ingest.",
+                         "yolocost.coverage", "yolocost.ingest", "yolocost.ingest.",
                          "yolocost.load", "yolocost.results_import")),
-    ("documents", ("yolocost.outputs", "yolocost.templating", "yolocost.queries", "yolocost.finance",
+    ("documents", ("yolocost.outputs", "yolocost.tables", "yolocost.templating", "yolocost.queries", "yolocost.finance",
                    "yolocost.summary", "yolocost.whatif", "yolocost.estimate", "yolocost.report",
                    "yolocost.report.")),
-    # what the commands drive: the synthetic sample, the benchmark runner, the commands
+    # what the commands drive: the synthetic sample, the benchmark runner, the commands, and the
+    # windows and times their options name
     ("command line", ("yolocost.synth", "yolocost.synth.", "yolocost.bench", "yolocost.bench.",
-                      "yolocost.demo", "yolocost.monthly", "yolocost.cli", "yolocost.cli.", "yolocost.__main__")),
+                      "yolocost.demo", "yolocost.windows", "yolocost.monthly", "yolocost.cli", "yolocost.cli.",
+                      "yolocost.__main__")),
 ]
 
 

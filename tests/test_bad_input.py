@@ -160,7 +160,7 @@ CASES = [
          "--start must lie between 1970 and 9998 (UTC)"),
     Case("ingest: --start not a date", ("ingest", "--start", "yesterday", "--end", "2026-10-02"),
          "--start must be an ISO date or date-time"),
-    Case("ingest: --month not YYYY-MM", ("ingest", "--month", "2026-13"), "--month must read YYYY-MM, got '2026-13'"),
+    Case("ingest: --month not YYYY-MM", ("ingest", "--month", "2026-13"), "--month must read YYYY-MM (month 01 to 12), got '2026-13'"),
     Case("ingest: --month before 1970", ("ingest", "--month", "0001-01"), "--month must lie between 1970-01 and 9998-12"),
     Case("ingest: --month and --start", ("ingest", "--month", "2026-10", "--start", "2026-10-01"),
          "give either --month or --start/--end, not both"),
@@ -667,7 +667,7 @@ ELSEWHERE = [
     # tests/test_finance.py
     Covered("export finance: month without data", "--month 2026-04", "no usage data for 2026-04", 2,
             "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
-    Covered("export finance: month not YYYY-MM", "--month march", "not YYYY-MM", 2,
+    Covered("export finance: month not YYYY-MM", "--month march", "must read YYYY-MM", 2,
             "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
     Covered("export finance: --month missing", "yolocost export finance", "--month", 2,
             "tests/test_finance.py::test_command_writes_the_csv_and_reports_errors_in_one_line"),
@@ -679,7 +679,7 @@ ELSEWHERE = [
     # tests/report
     *[Covered(f"report: {name}", example, message, 2, "tests/report/test_report_cli.py::test_bad_input_is_one_line_and_exit_2")
       for name, example, message in [
-          ("month not a month", "--month 2026-13", "is not a month"),
+          ("month not a month", "--month 2026-13", "must read YYYY-MM"),
           ("month without data", "--month 2026-12", "no data for 2026-12"),
           ("unknown project", "--audience project:nope", "no project 'nope'"),
           ("unknown audience", "--audience everyone", "is not admin, project:NAME or all"),
@@ -691,7 +691,7 @@ ELSEWHERE = [
               "tests/test_whatif.py::test_whatif_refuses_a_month_without_data_and_a_bad_limit")
       for name, example, message in [
           ("month without data", "--month 2026-04", "no data for 2026-04"),
-          ("month not a month", "--month 2026-4", "is not a month"),
+          ("month not a month", "--month 2026-4", "must read YYYY-MM"),
           ("limit below 1", "--limit 0", "--limit: must be at least 1"),
       ]],
     Covered("config: policy value out of range", "idle_reclaim_minutes = 0", "policies.idle_reclaim_minutes: must be between",

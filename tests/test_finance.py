@@ -374,7 +374,7 @@ def test_month_without_data_or_malformed_is_one_clear_error(built_db):
     db = hierarchy_db(built_db)
     with pytest.raises(YolocostError, match=r"no usage data for 2026-04 .*months held: 2026-03"):
         export_finance(db.config, "2026-04", db.raw_dir.parent / "x.csv")
-    with pytest.raises(YolocostError, match="not YYYY-MM"):
+    with pytest.raises(YolocostError, match="must read YYYY-MM"):
         export_finance(db.config, "2026-3", db.raw_dir.parent / "x.csv")
     assert not (db.raw_dir.parent / "x.csv").exists()
 
@@ -489,7 +489,7 @@ def test_command_writes_the_csv_and_reports_errors_in_one_line(tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "out" / "f.csv").read_bytes() == path.read_bytes()
 
-    for args, needle in ((["--month", "2026-04"], "no usage data for 2026-04"), (["--month", "march"], "not YYYY-MM")):
+    for args, needle in ((["--month", "2026-04"], "no usage data for 2026-04"), (["--month", "march"], "must read YYYY-MM")):
         bad = yolocost("export", "finance", *args, cwd=tmp_path)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr
         errors = [line for line in bad.stderr.splitlines() if line.startswith("error")]

@@ -14,7 +14,7 @@ from builders import job_row, usage_run
 from yolocost import ledger, money
 from yolocost.config import ConfigError
 from yolocost.finance import export_finance
-from yolocost.report import data
+from yolocost.report import sections
 
 D = Decimal
 
@@ -83,8 +83,8 @@ def test_proportional_keeps_shares_apart_in_the_reports(proportional):
     negative share, so every column adds up; a project's headline cost is its own use."""
     con = __import__("duckdb").connect(str(proportional.path), read_only=True)
     try:
-        admin = data.collect(con, "2026-03", None, timezone="UTC", grain_seconds=300, currency="USD")
-        p1 = data.collect(con, "2026-03", "p1", timezone="UTC", grain_seconds=300, currency="USD")
+        admin = sections.collect(con, "2026-03", None, timezone="UTC", grain_seconds=300, currency="USD")
+        p1 = sections.collect(con, "2026-03", "p1", timezone="UTC", grain_seconds=300, currency="USD")
     finally:
         con.close()
     table = {r["project"]: r for r in admin["projects"]}

@@ -205,3 +205,33 @@ def test_the_minor_unit_follows_the_currency():
     shown = {c: environment(currency=c).from_string("{{ v | money }}").render(v=Decimal("1083333.335"))
              for c in ("EUR", "JPY", "KWD")}
     assert shown == {"EUR": "1,083,333.34", "JPY": "1,083,333", "KWD": "1,083,333.335"}
+
+
+def test_a_currency_shows_amounts_in_its_minor_unit():
+    from yolocost.money import Currency
+
+    eur, jpy, kwd, none = Currency("EUR"), Currency("JPY"), Currency("KWD"), Currency("")
+    assert (eur.places, jpy.places, kwd.places, none.places) == (2, 0, 3, 2)
+    assert (eur.quantum, jpy.quantum, kwd.quantum) == (D("0.01"), D("1"), D("0.001"))
+    assert [str(c.zero) for c in (eur, jpy, kwd)] == ["0.00", "0", "0.000"]
+    assert (eur.spec, jpy.spec, kwd.spec) == (",.2f", ",.0f", ",.3f")
+    # 1234.5675: to the cent 1234.57 (the 0.0075 rounds up), to the yen 1235, to the fils 1234.568 (half up)
+    assert eur.format(D("1234.5675"), with_code=True) == "1,234.57 EUR"
+    assert jpy.format(D("1234.5675"), with_code=True) == "1,235 JPY"
+    assert kwd.format(D("1234.5675"), with_code=True) == "1,234.568 KWD"
+    assert none.format(D("1234.5675"), with_code=True) == "1,234.57"  # no currency, no code
+    assert eur.format(D("1234567.891"), grouped=False) == "1234567.89"
+
+
+def test_display_rounding_is_half_up_away_from_zero():
+    from yolocost.money import Currency
+
+    eur, jpy, kwd = Currency("EUR"), Currency("JPY"), Currency("KWD")
+    # exactly half a minor unit goes up (half-even would give 0.12, 2 and 0.002)
+    assert (eur.round(D("0.125")), jpy.round(D("2.5")), kwd.round(D("0.0025"))) == (D("0.13"), D("3"), D("0.003"))
+    assert (eur.round(D("0.1249")), jpy.round(D("2.49")), kwd.round(D("0.00249"))) == (D("0.12"), D("2"), D("0.002"))
+    assert (eur.round(D("-0.125")), jpy.round(D("-2.5"))) == (D("-0.13"), D("-3"))
+    # a float is read as it prints: 0.125 -> 0.13, 1.005 (binary 1.00499...) -> 1.01
+    assert (eur.format(0.125), eur.format(1.005), eur.format(7)) == ("0.13", "1.01", "7.00")
+    # the ledger's cents stay as they are
+    assert eur.round(D("12.34")) == D("12.34") and str(jpy.round(D("1083333"))) == "1083333"

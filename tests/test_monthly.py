@@ -12,7 +12,7 @@ from builders import sample_config
 
 from yolocost import db
 from yolocost.config import parse_config
-from yolocost.monthly import previous_month
+from yolocost.monthly import last_full_month
 
 CLI = [sys.executable, "-m", "yolocost"]
 
@@ -25,7 +25,7 @@ CLI = [sys.executable, "-m", "yolocost"]
 ])
 def test_previous_month_is_cut_in_the_configured_time_zone(now, month):
     config = parse_config({"cluster": {"timezone": "Europe/Berlin"}})
-    assert previous_month(config, dt.datetime.fromisoformat(now)) == month
+    assert last_full_month(config, dt.datetime.fromisoformat(now)) == month
 
 
 @pytest.fixture(scope="module")

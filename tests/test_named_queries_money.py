@@ -26,7 +26,7 @@ import pytest
 from builders import BuiltDb, make_config, write_month
 
 from yolocost import db, finance, ledger, load, money, queries, templating, whatif
-from yolocost.report import data
+from yolocost.report import data, sections
 from yolocost.report.trend import comparison
 from yolocost.resources import shipped_dir
 
@@ -72,8 +72,8 @@ def figures(built: BuiltDb, month: str = MONTH) -> dict:
     cfg = built.config
     con = db.connect(built.path, read_only=True, sandboxed=True, timezone=cfg.timezone)
     try:
-        found = data.collect(con, month, None, timezone=cfg.timezone, grain_seconds=cfg.grain_seconds,
-                             currency=cfg.currency)
+        found = sections.collect(con, month, None, timezone=cfg.timezone, grain_seconds=cfg.grain_seconds,
+                                 currency=cfg.currency)
         found["whatif"] = whatif.collect(con, month, None, timezone=cfg.timezone, currency=cfg.currency, limit=None)
         found["summary"] = ledger.month_totals(con, month)
         found["csv_rows"] = finance.month_cents(con, month).rows

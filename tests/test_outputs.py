@@ -185,7 +185,7 @@ def test_a_file_in_a_folder_that_allows_no_new_file_is_rewritten_in_place(lab, t
             def denied(target):
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
 
-            monkeypatch.setattr(outputs, "_create_temporary", denied)
+            monkeypatch.setattr(outputs, "create_temporary", denied)
             outputs.write_output(prepared, QUERY_CSV)
             assert prepared.read_bytes() == QUERY_CSV.encode()
             with pytest.raises(outputs.YolocostError, match="cannot write: Permission denied"):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from yolocost import queries
+from yolocost import queries, tables
 from yolocost.errors import YolocostError
 from yolocost.resources import shipped_dir
 
@@ -63,7 +63,7 @@ def test_timestamps_come_back_in_the_configured_time_zone(sample_db):
     _, [(berlin,)] = queries.run(sample_db.path, queries.resolve(sql), {}, timezone="Europe/Berlin")
     assert utc == berlin  # the same instant
     assert (utc.hour, berlin.hour) == (17, 19)
-    assert queries.to_table(["t"], [(berlin,)]).splitlines()[2] == "2026-10-09 19:30"
+    assert tables.to_table(["t"], [(berlin,)]).splitlines()[2] == "2026-10-09 19:30"
 
 
 def test_read_only_by_default(sample_db):
@@ -74,12 +74,12 @@ def test_read_only_by_default(sample_db):
 def test_csv_neutralizes_formulas_and_json_keeps_exact_decimals():
     from decimal import Decimal
 
-    text = queries.to_csv(["project", "cost"], [('=HYPERLINK("http://x")', Decimal("1.500000000")), ("-1+2", None)])
+    text = tables.to_csv(["project", "cost"], [('=HYPERLINK("http://x")', Decimal("1.500000000")), ("-1+2", None)])
     assert text.splitlines()[1] == "\"'=HYPERLINK(\"\"http://x\"\")\",1.500000000"
     assert text.splitlines()[2].startswith("'-1+2")
-    data = json.loads(queries.to_json(["cost"], [(Decimal("0.100000001"),)]))
+    data = json.loads(tables.to_json(["cost"], [(Decimal("0.100000001"),)]))
     assert data == [{"cost": "0.100000001"}]
-    assert queries.to_csv(["cost"], [(Decimal("-5.25"),)]).splitlines()[1] == "-5.25"  # a number, not a formula
+    assert tables.to_csv(["cost"], [(Decimal("-5.25"),)]).splitlines()[1] == "-5.25"  # a number, not a formula
 
 
 def test_every_duckdb_type_is_written_as_json_and_csv(sample_db):
@@ -87,12 +87,12 @@ def test_every_duckdb_type_is_written_as_json_and_csv(sample_db):
            "'ab'::BLOB AS b, TIME '10:00' AS t, '6ba7b810-9dad-11d1-80b4-00c04fd430c8'::UUID AS u "
            "FROM mart_project_month WHERE month = '2026-10'")
     columns, rows = queries.run(sample_db.path, queries.resolve(sql), {})
-    [data] = json.loads(queries.to_json(columns, rows))
+    [data] = json.loads(tables.to_json(columns, rows))
     costs = sample_db.one("SELECT list(cost::VARCHAR ORDER BY project) AS c FROM mart_project_month "
                           "WHERE month = '2026-10'")["c"]
     assert data == {"costs": costs, "s": {"a": "1.5"}, "i": 10800.0, "b": "6162", "t": "10:00:00",
                     "u": "6ba7b810-9dad-11d1-80b4-00c04fd430c8"}
-    line = queries.to_csv(columns, rows).splitlines()[1]
+    line = tables.to_csv(columns, rows).splitlines()[1]
     assert line.startswith('"[' + ", ".join(f'""{c}""' for c in costs) + ']"')
 
 

@@ -199,7 +199,7 @@ def test_whatif_refuses_a_month_without_data_and_a_bad_limit(month_db):
     folder = month_db.path.parent
     assert_one_line_error(yolocost("whatif", "--month", "2026-04", cwd=folder), "no data for 2026-04",
                           "months with data: 2026-03")
-    assert_one_line_error(yolocost("whatif", "--month", "2026-4", cwd=folder), "--month", "is not a month")
+    assert_one_line_error(yolocost("whatif", "--month", "2026-4", cwd=folder), "--month", "must read YYYY-MM")
     assert_one_line_error(yolocost("whatif", "--month", MONTH, "--limit", "0", cwd=folder), "--limit: must be at least 1")
 
 
@@ -399,9 +399,10 @@ def test_a_breaker_stretch_after_which_the_job_recovered_is_a_false_stop(tmp_pat
     try:
         from zoneinfo import ZoneInfo
 
+        from yolocost.money import Currency
         from yolocost.report import data
 
-        br = data.breakers(con, MONTH, None, ZoneInfo("UTC"))
+        br = data.breakers(con, MONTH, None, ZoneInfo("UTC"), Currency("USD"))
     finally:
         con.close()
     # each stretch 36 intervals x 0.30; the saving net of false stops is the stalled job's alone

@@ -143,7 +143,7 @@ def lost_rows(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime
         )
         SELECT count(*), count(DISTINCT gpu_uuid),
                count(DISTINCT hostname), min(interval_start), max(interval_start),
-               coalesce(sum(seconds_present), 0) / 3600,
+               hours(coalesce(sum(seconds_present), 0)),
                list_sort(list(DISTINCT gpu_uuid))[1:{NAMED}], list_sort(list(DISTINCT hostname))[1:{NAMED}]
         FROM lost
     """).fetchone()

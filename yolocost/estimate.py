@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import json
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -60,9 +59,10 @@ import duckdb
 from . import db, months
 from .config import Config
 from .errors import YolocostError
-from .money import minor_unit, round_cents
+from .money import Currency
 from .queries import read_sql
 from .resources import shipped_dir
+from .tables import aligned, column_widths, json_text
 
 QUERY = "estimate_inputs"
 MIN_RUNS = 3  # fewer comparable runs widen the comparison
@@ -385,8 +385,10 @@ def _no_history(request: Request) -> str:
 # --------------------------------------------------------------------------- output
 
 
-def _money(amount: Decimal | None, currency: str) -> str | None:
-    return None if amount is None else f"{round_cents(amount, minor_unit(currency)):f}"
+def _amount(amount: Decimal | None, currency: str) -> str | None:
+    """An amount as the estimate prints it, in its table and its JSON alike: the currency's
+    display rounding without thousands separators ("1234.57"); None (no estimate) stays None."""
+    return None if amount is None else Currency(currency).format(amount, grouped=False)
 
 
 def _hours(value: Decimal | None) -> float | None:
@@ -423,25 +425,25 @@ def to_dict(est: Estimate) -> dict[str, Any]:
         "cost": None,
         "energy_kwh": None if est.energy_kwh is None else float(round(est.energy_kwh, 3)),
         "map50": None if est.map50 is None else round(est.map50, 4),
-        "cost_per_map50_point": _money(est.cost_per_map50_point, cur),
+        "cost_per_map50_point": _amount(est.cost_per_map50_point, cur),
         "cheapest_per_map50_point": None,
         "notes": list(est.notes),
     }
     if est.gpu_hours is not None and est.cost is not None:
         out["gpu_hours"] = {k: _hours(getattr(est.gpu_hours, k)) for k in ("low", "central", "high")}
-        out["cost"] = {k: _money(getattr(est.cost, k), cur) for k in ("low", "central", "high")}
+        out["cost"] = {k: _amount(getattr(est.cost, k), cur) for k in ("low", "central", "high")}
     alt = est.alternative
     if alt is not None:
         out["cheapest_per_map50_point"] = {
             "model_type": alt.model_type, "gpu_model": alt.gpu_model, "gpus": alt.gpus, "imgsz": alt.imgsz,
-            "runs": alt.runs, "cost": _money(alt.cost, cur), "map50": round(alt.map50, 4),
-            "cost_per_map50_point": _money(alt.cost_per_map50_point, cur), "same_as_request": alt.same_as_request,
+            "runs": alt.runs, "cost": _amount(alt.cost, cur), "map50": round(alt.map50, 4),
+            "cost_per_map50_point": _amount(alt.cost_per_map50_point, cur), "same_as_request": alt.same_as_request,
         }
     return out
 
 
 def to_json(est: Estimate) -> str:
-    return json.dumps(to_dict(est), ensure_ascii=False, indent=1) + "\n"
+    return json_text(to_dict(est)) + "\n"
 
 
 def summary_line(est: Estimate) -> str:
@@ -450,8 +452,8 @@ def summary_line(est: Estimate) -> str:
         return est.notes[0]
     cur = est.currency
     runs = f"{len(est.runs)} run{'s' if len(est.runs) != 1 else ''}"
-    return (f"estimate {_money(est.cost.low, cur)}-{_money(est.cost.high, cur)} {cur} (central "
-            f"{_money(est.cost.central, cur)}), {est.gpu_hours.low:.1f}-{est.gpu_hours.high:.1f} "
+    return (f"estimate {_amount(est.cost.low, cur)}-{_amount(est.cost.high, cur)} {cur} (central "
+            f"{_amount(est.cost.central, cur)}), {est.gpu_hours.low:.1f}-{est.gpu_hours.high:.1f} "
             f"GPU-hours, from {runs} of {LEVEL_TEXT[est.level].split(' (')[0]}")
 
 
@@ -471,10 +473,9 @@ def to_table(est: Estimate) -> str:
     cur = est.currency
     rows = [("", "low", "central", "high"),
             ("GPU-hours", *(f"{_hours(getattr(est.gpu_hours, k)):,.2f}" for k in ("low", "central", "high"))),
-            (f"cost ({cur})", *(_money(getattr(est.cost, k), cur) for k in ("low", "central", "high")))]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-              for row in rows]
+            (f"cost ({cur})", *(_amount(getattr(est.cost, k), cur) for k in ("low", "central", "high")))]
+    widths = column_widths(rows)
+    lines += [aligned(row, widths, (False, True, True, True)) for row in rows]
     lines.append(f"based on {len(est.runs)} run(s) of {LEVEL_TEXT[est.level]}; range: {est.range_method}")
     tried = ", ".join(f"{lv} {n}" for lv, n in est.levels)
     lines.append(f"comparable runs per level: {tried}")
@@ -486,13 +487,13 @@ def to_table(est: Estimate) -> str:
     else:
         lines.append("the runs share every option")
     if est.map50 is not None:
-        lines.append(f"mean mAP50 {est.map50:.3f}: {_money(est.cost_per_map50_point, cur)} {cur} per mAP50 point")
+        lines.append(f"mean mAP50 {est.map50:.3f}: {_amount(est.cost_per_map50_point, cur)} {cur} per mAP50 point")
     alt = est.alternative
     if alt is not None:
         hw = " x ".join(str(v) for v in (alt.gpus, alt.gpu_model) if v is not None)
         same = " (this configuration)" if alt.same_as_request else ""
         lines.append(f"cheapest per mAP50 point: {alt.model_type} on {hw or 'any GPU'}, imgsz {alt.imgsz or '?'}{same}: "
-                     f"{_money(alt.cost, cur)} {cur}, mAP50 {alt.map50:.3f}, {_money(alt.cost_per_map50_point, cur)} "
+                     f"{_amount(alt.cost, cur)} {cur}, mAP50 {alt.map50:.3f}, {_amount(alt.cost_per_map50_point, cur)} "
                      f"{cur} per point ({alt.runs} run{'s' if alt.runs != 1 else ''})")
     lines += [f"note: {n}" for n in est.notes]
     return "\n".join(lines) + "\n"
@@ -555,7 +556,9 @@ def before_run(config: Config, request: Request, limit: CostLimit | None, now: d
         return
     if not result.found:
         raise YolocostError(f"--max-cost: {summary_line(result)}; {refuse}")
-    high = round_cents(result.cost.high, minor_unit(result.currency))
+    shown = Currency(result.currency)
+    high = shown.round(result.cost.high)
     if high > limit.amount:
-        raise YolocostError(f"the estimated cost is up to {high} {result.currency}, above --max-cost {limit.text}: "
+        raise YolocostError(f"the estimated cost is up to {shown.format(high, with_code=True, grouped=False)}, "
+                            f"above --max-cost {limit.text}: "
                             "not started")

@@ -84,7 +84,6 @@ import datetime as dt
 import io
 import json
 import math
-import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -96,6 +95,7 @@ from . import db, ledger, money, months
 from .config import FOCUS_VERSIONS, Config
 from .errors import YolocostError
 from .money import minor_unit
+from .monthstr import check_month
 from .outputs import write_in_own_folder, write_output
 from .csvsafe import csv_safe
 
@@ -134,7 +134,6 @@ ALLOCATION_LABELS = {ledger.USAGE: "usage", ledger.SHARE: "share of unallocated 
 _NANO = Decimal("0.000000001")
 _MICRO = Decimal("0.000001")
 _UTC = dt.timezone.utc
-_MONTH = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
 
 
 @dataclass(frozen=True)
@@ -172,13 +171,6 @@ class FinanceExport:
 
 
 # --------------------------------------------------------------------------- reading the ledger
-
-
-def check_month(month: str) -> str:
-    """`month` if it reads YYYY-MM, else a one-line YolocostError."""
-    if not isinstance(month, str) or not _MONTH.fullmatch(month):
-        raise YolocostError(f"month {month!r} is not YYYY-MM (e.g. 2026-10)")
-    return month
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple]:

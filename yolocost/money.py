@@ -21,6 +21,11 @@ Only Decimal and int amounts are accepted: a float is a rounding error already m
 
 "Cent" stands for the currency's minor unit: every function takes `places`, the number of
 decimals of that unit (`minor_unit(currency)`: 2 for most, 0 for JPY or KRW, 3 for KWD).
+
+How an amount is shown is defined here too, once: `Currency` (its code and minor unit) rounds
+an amount half up to the minor unit for display only (`Currency.round`) and writes it with
+thousands separators (`Currency.format`); the report templates, the estimate, the what-if and
+the charts' hover texts all show money through it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,51 @@ def is_currency(code: str) -> bool:
 def minor_unit(currency: str) -> int:
     """Decimals of the currency's smallest unit: 2, or 0 (JPY), 3 (KWD), 4 (CLF)."""
     return _MINOR_UNITS.get(currency.upper(), 2)
+
+
+@dataclass(frozen=True)
+class Currency:
+    """A currency as amounts are shown in it: `code` (ISO 4217, or "" for none: two decimals,
+    no code) and its minor unit. Display only: a figure the ledger stored is already whole
+    minor units, and `round` leaves it as it is; any other amount is rounded half up (away
+    from zero) to the minor unit when shown, never before it is summed."""
+
+    code: str
+
+    @property
+    def places(self) -> int:
+        """Decimals of the minor unit: 2, or 0 (JPY), 3 (KWD)."""
+        return minor_unit(self.code)
+
+    @property
+    def quantum(self) -> Decimal:
+        """One minor unit: Decimal("0.01"), Decimal("1") for JPY, Decimal("0.001") for KWD."""
+        return Decimal(1).scaleb(-self.places)
+
+    @property
+    def zero(self) -> Decimal:
+        """Nothing, with the minor unit's decimals (0.00, 0, 0.000): the start of a sum of cents."""
+        return Decimal(0).quantize(self.quantum)
+
+    @property
+    def spec(self) -> str:
+        """The format spec of an amount, thousands grouped: ",.2f". Python's `format` and the
+        d3-format of plotly's hover and tick formats read it alike."""
+        return f",.{self.places}f"
+
+    def round(self, amount: Decimal | int | float) -> Decimal:
+        """The amount half up (away from zero) to the minor unit, for display: 1234.565 EUR
+        -> 1234.57, 1234.5 JPY -> 1235 (`round_cents`). A float, from a report's rows, is
+        read as it prints (0.1 as 0.1); the ledger's amounts are whole minor units already."""
+        exact = amount if isinstance(amount, (Decimal, int)) and not isinstance(amount, bool) else Decimal(str(amount))
+        return round_cents(exact, self.places)
+
+    def format(self, amount: Decimal | int | float, with_code: bool = False, grouped: bool = True) -> str:
+        """The amount as shown: "1,234.57", "1,234.57 EUR" (`with_code`), "1,235 JPY";
+        `grouped=False` leaves out the thousands separators ("1234.57", for JSON)."""
+        shown = format(self.round(amount), self.spec if grouped else self.spec[1:])
+        return f"{shown} {self.code}" if with_code and self.code else shown
+
 
 # Decimal arithmetic is exact only within the context precision (28 digits by default);
 # money in the marts has up to 38, and sums of many rows more: compute with room to spare.

@@ -17,8 +17,10 @@ from zoneinfo import ZoneInfo
 from . import db, months
 from .config import Config
 from .finance import FinanceExport
-from .ingest import IngestResult, ingest, month_window
+from .ingest import IngestResult, ingest
+from .monthstr import Month
 from .report import FORMATS, ReportResult, preflight, render_reports
+from .windows import month_window
 
 Progress = Callable[[str], None]
 
@@ -32,12 +34,11 @@ class MonthlyResult:
     pruned: months.PruneResult
 
 
-def previous_month(config: Config, now: dt.datetime | None = None) -> str:
-    """The last full calendar month in the configured time zone."""
+def last_full_month(config: Config, now: dt.datetime | None = None) -> str:
+    """The last calendar month that has ended by `now` (default: now) in the configured time
+    zone: the month the cron run bills."""
     local = (now or dt.datetime.now(dt.timezone.utc)).astimezone(ZoneInfo(config.timezone))
-    first = local.date().replace(day=1)
-    last = first - dt.timedelta(days=1)
-    return f"{last:%Y-%m}"
+    return str(Month.containing(local).previous())
 
 
 def run_monthly(config: Config, month: str | None = None, formats: str | tuple[str, ...] = FORMATS,
@@ -45,7 +46,7 @@ def run_monthly(config: Config, month: str | None = None, formats: str | tuple[s
     """Ingest one month (default: the previous one) and write its documents in `formats`
     (yolocost.report.FORMATS: reports, summary, finance CSV, index), under one lock.
     `allow_uncounted` as for `ingest`."""
-    month = month or previous_month(config)
+    month = month or last_full_month(config)
     start, end = month_window(config, month)
     preflight(config, formats)  # a run that cannot render must not ingest first
     with db.exclusive(config.database, f"monthly {month}"):

@@ -33,6 +33,7 @@ import duckdb
 
 from .config import Config
 from .errors import DataError, YolocostError
+from .monthstr import Month
 from .resources import SQL_DIR
 from .sqltext import literal
 
@@ -49,9 +50,8 @@ def window(config: Config, month: str) -> tuple[dt.datetime, dt.datetime]:
 
 def local_window(month: str, tz: ZoneInfo) -> tuple[dt.datetime, dt.datetime]:
     """[first, next first) of a month in time zone `tz`, as UTC instants."""
-    y, m = int(month[:4]), int(month[5:])
-    start = dt.datetime(y, m, 1, tzinfo=tz)
-    end = dt.datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=tz)
+    first = Month.parse(month, "month")
+    start, end = (dt.datetime(m.year, m.month, 1, tzinfo=tz) for m in (first, first.next()))
     return start.astimezone(UTC), end.astimezone(UTC)
 
 
@@ -59,22 +59,23 @@ def months_between(config: Config, start: dt.datetime, end: dt.datetime) -> list
     """The local months that [start, end) overlaps, in order."""
     tz = ZoneInfo(config.timezone)
     first, last = start.astimezone(tz), (end - dt.timedelta(microseconds=1)).astimezone(tz)
-    out, y, m = [], first.year, first.month
-    while (y, m) <= (last.year, last.month):
-        out.append(f"{y:04d}-{m:02d}")
-        y, m = y + (m == 12), m % 12 + 1
+    out, month = [], Month.containing(first)
+    while month <= Month.containing(last):
+        out.append(str(month))
+        month = month.next()
     return out
 
 
 @functools.lru_cache(maxsize=1)
 def _models_fingerprint() -> str:
-    """What the model definitions are: their SQL text (a new version rebuilds every month it can)."""
+    """What the model definitions are: their SQL text and that of the macros they call
+    (sql/macros.sql); a new version rebuilds every month it can."""
     import hashlib
 
     from . import ledger
 
     digest = hashlib.sha256(ledger.VERSION.encode())
-    for path in sorted(SQL_DIR.glob("*/*.sql")):
+    for path in [*sorted(SQL_DIR.glob("*/*.sql")), SQL_DIR / "macros.sql"]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

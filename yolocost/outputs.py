@@ -35,11 +35,11 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import stat
 import sys
 from pathlib import Path
 
+from .atomic import commit, create_temporary, replacing
 from .errors import YolocostError
 
 # a process's own file descriptors: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
@@ -143,7 +143,7 @@ def replace_atomically(target: Path, data: bytes) -> None:
     existing target may be written (a file prepared for us in a folder we may not write),
     the target is rewritten in place instead: not atomic, but what the permissions allow."""
     try:
-        fd, tmp = _create_temporary(target)
+        fd, tmp = create_temporary(target)
     except OSError as exc:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and target.is_file() and os.access(target, os.W_OK):
             _rewrite_in_place(target, data)
@@ -156,31 +156,9 @@ def _rename_over(fd: int, tmp: Path, target: Path, data: bytes, keep_mode: bool)
     """Write `data` to the open temporary file (fd, tmp), flush it to disk and rename it over
     `target`, durably; with `keep_mode` it takes the old file's permission bits (read through a
     link). Raises OSError; no temporary file stays behind (disk full, Ctrl-C, ...)."""
-    try:
+    with replacing(target, tmp, durable=True, keep_mode=keep_mode):
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if keep_mode:
-            with contextlib.suppress(FileNotFoundError):
-                os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
-    _sync_folder(target.parent)
-
-
-def _create_temporary(target: Path, mode: int = 0o666) -> tuple[int, Path]:
-    """A new hidden file `.<name>.XXXXXXXX.tmp` in the target's folder, open for writing."""
-    for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(target.parent))  # pragma: no cover
 
 
 def _rewrite_in_place(target: Path, data: bytes) -> None:
@@ -190,16 +168,6 @@ def _rewrite_in_place(target: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename itself durable (best effort: not every file system allows it)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 # --------------------------------------------------------------------------- the month folder, yolocost's own
@@ -235,7 +203,7 @@ def move_into_own_folder(source: Path, target: Path, private: bool = False) -> N
     refuse_folder_in_the_way(target)
     if private:
         os.chmod(source, PRIVATE_FILE)
-    os.replace(source, target)
+    commit(source, target)
 
 
 def write_in_own_folder(target: Path, content: str | bytes, private: bool = False) -> Path:
@@ -247,7 +215,7 @@ def write_in_own_folder(target: Path, content: str | bytes, private: bool = Fals
     try:
         own_folder(target.parent, private)
         refuse_folder_in_the_way(target)
-        fd, tmp = _create_temporary(target, PRIVATE_FILE if private else 0o666)
+        fd, tmp = create_temporary(target, PRIVATE_FILE if private else 0o666)
         _rename_over(fd, tmp, target, data, keep_mode=False)  # what has the name is replaced, not read
     except OSError as exc:
         raise cannot_write(target, exc) from None

@@ -11,14 +11,9 @@ Queries run on a read-only connection unless the caller asks for writes. Each fi
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import decimal
-import io
-import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +22,6 @@ import duckdb
 
 from . import db
 from .config import Config
-from .csvsafe import csv_safe
 from .errors import YolocostError
 from .monthstr import is_month
 from .resources import shipped_dir
@@ -224,92 +218,3 @@ def _no_statement(sql: str) -> bool:
         return not duckdb.extract_statements(sql)
     except duckdb.Error:
         return False  # a syntax error: running it gives DuckDB's message
-
-
-# --------------------------------------------------------------------------- output
-
-def _plain(value: Any) -> Any:
-    """A value as JSON has it: exact decimals as text, times in ISO 8601, nested values too."""
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)  # UUID, and whatever else a query returns
-
-
-def _csv_cell(value: Any) -> Any:
-    """A CSV cell: nested values (lists, structs) as their JSON text."""
-    plain = _plain(value)
-    return json.dumps(plain, ensure_ascii=False) if isinstance(plain, (list, dict)) else plain
-
-
-def to_csv(columns: list[str], rows: list[tuple]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([csv_safe(c) for c in columns])  # a PIVOT puts label values into the header
-    for row in rows:
-        writer.writerow([csv_safe(v) if isinstance(v, str) else _csv_cell(v) for v in row])
-    return buf.getvalue()
-
-
-def to_json(columns: list[str], rows: list[tuple]) -> str:
-    return json.dumps([{c: _plain(v) for c, v in zip(columns, row)} for row in rows], ensure_ascii=False, indent=1)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        if value != 0 and abs(value) < 0.001:  # would read as 0 at four decimals
-            return f"{value:.3g}"
-        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
-    if isinstance(value, decimal.Decimal):
-        return f"{value:,.2f}" if value.as_tuple().exponent <= -2 else f"{value:,}"
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(_plain(value), ensure_ascii=False)
-    return str(value)
-
-
-def _width(text: str) -> int:
-    """Columns a string takes in a terminal: East Asian wide characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _pad(text: str, width: int, right: bool) -> str:
-    fill = " " * (width - _width(text))
-    return fill + text if right else text + fill
-
-
-def to_table(columns: list[str], rows: list[tuple], max_width: int = 48) -> str:
-    """An aligned text table; numbers right-aligned, long cells cut with an ellipsis."""
-    if not columns:
-        return "(no result)\n"
-    cells = [[_cell(v) for v in row] for row in rows]
-    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
-    numeric = [all(isinstance(r[i], (int, float, decimal.Decimal)) or r[i] is None for r in rows) for i in range(len(columns))]
-    widths = [max([_width(c)] + [_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(_pad(v, w, num) for v, w, num in zip(values, widths, numeric)).rstrip()
-
-    out = [line(columns), "  ".join("-" * w for w in widths)]
-    out += [line(row) for row in cells]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out) + "\n"
-
-
-FORMATTERS = {"table": to_table, "csv": to_csv, "json": to_json}

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .atomic import replacing
 from .errors import DataError
 
 RECORD_NAME = "yolocost-run.json"
@@ -77,9 +77,8 @@ class RunRecord:
 
     def save(self, folder: Path) -> Path:
         path = Path(folder) / RECORD_NAME
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            tmp.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return path
 
     @classmethod

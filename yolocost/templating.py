@@ -1,4 +1,5 @@
-"""Jinja environment for reports: the user's template folder first, then the shipped one.
+"""Jinja environment for reports: the user's template folder first, then the shipped one;
+`yolocost/<name>` always names the shipped template, for a user's template to extend.
 
 Autoescaping is always on, so a project or user called `<script>` shows as text.
 """
@@ -6,24 +7,20 @@ Autoescaping is always on, so a project or user called `<script>` shows as text.
 from __future__ import annotations
 
 import contextlib
-import decimal
 from pathlib import Path
 from typing import Iterator
 
 import jinja2
 
 from .errors import YolocostError
-from .money import minor_unit
+from .money import Currency
 from .resources import shipped_dir
 
 
-def money(value, currency: str = "", places: int = 2) -> str:
-    """Round half-up to the currency's minor unit only for display; the stored figure keeps
-    its decimals."""
-    if value is None:
-        return ""
-    amount = decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_HALF_UP)
-    return f"{amount:,.{places}f}" + (f" {currency}" if currency else "")
+def money(value, currency: Currency, with_code: bool = False) -> str:
+    """The `| money` filter: an amount as `currency` shows it (yolocost.money.Currency.format),
+    empty for None (a figure the section does not have)."""
+    return "" if value is None else currency.format(value, with_code=with_code)
 
 
 def number(value, digits: int = 1) -> str:
@@ -34,11 +31,19 @@ def percent(value, digits: int = 1) -> str:
     return "" if value is None else f"{float(value) * 100:.{digits}f} %"
 
 
+SHIPPED = "yolocost/"  # the prefix that names a shipped template, past any override
+
+
 def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Environment:
-    """Templates from `user_dir` first, then the shipped ones; `| money` shows amounts with
-    the decimals of `currency`'s minor unit."""
-    loaders = [jinja2.FileSystemLoader(str(user_dir))] if user_dir else []
-    loaders.append(jinja2.FileSystemLoader(str(shipped_dir("templates"))))
+    """Templates from `user_dir` first, then the shipped ones; `| money` shows amounts as
+    `currency` does (yolocost.money.Currency: the decimals of its minor unit).
+
+    `SHIPPED + name` is always the shipped template `name`, whatever `user_dir` holds, so a
+    user's template can extend the one it replaces: `{% extends "yolocost/report.html" %}`."""
+    shipped = jinja2.FileSystemLoader(str(shipped_dir("templates")))
+    loaders = [jinja2.PrefixLoader({SHIPPED.rstrip("/"): shipped})]
+    loaders += [jinja2.FileSystemLoader(str(user_dir))] if user_dir else []
+    loaders.append(shipped)
     env = jinja2.Environment(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=True,
@@ -46,8 +51,10 @@ def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Envi
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    places = minor_unit(currency)  # 2 without a currency
-    env.filters.update(money=lambda value, currency="": money(value, currency, places), number=number, percent=percent)
+    shown = Currency(currency)  # two decimals without a currency
+    # `| money(currency)`: with the currency's code after the amount
+    env.filters.update(money=lambda value, code="": money(value, shown, with_code=bool(code)),
+                       number=number, percent=percent)
     return env
 
 

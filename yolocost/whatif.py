@@ -4,7 +4,7 @@ mart_policy_savings (one row per month x policy x job a policy would have stoppe
 mart_policy_month (one row per month x policy, with the rule and the grain it was built with)
 are by-month marts, so an archived month answers from its archive. Money stays Decimal to
 the end: each stopped job's saving is rounded to the cent on its own (half up, through
-yolocost.money), so a job shows the same cents in the command, the admin report and its
+yolocost.money.Currency), so a job shows the same cents in the command, the admin report and its
 project's report, a project's figure is the sum of its jobs' cents and a policy's total the
 sum of its projects'. GPU-hours are rounded to 0.1 h the same way. The headline figure is the
 saving net of false positives (`net_cost`: the stops after which the job's training did not
@@ -17,7 +17,6 @@ reports' "What policies would have saved" section both use `collect`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -27,7 +26,9 @@ import duckdb
 from . import db, money, months
 from .config import Config
 from .errors import YolocostError
+from .money import Currency
 from .monthstr import check_month
+from .tables import json_text
 
 TITLES = {"idle_reclaim": "Idle reclaim", "breaker": "Breaker"}
 TOP_JOBS = 10
@@ -67,7 +68,7 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
     """Each policy's savings in `month`: totals, per project and the top `limit` jobs (None:
     all), for every project (project None) or one project's own jobs only. None when the
     month was never built."""
-    tz, places = ZoneInfo(timezone), money.minor_unit(currency)
+    tz, shown = ZoneInfo(timezone), Currency(currency)
     policies = _rows(con, "SELECT policy, rule, grain_seconds FROM mart_policy_month WHERE month = ? "
                           "ORDER BY policy_order", [month])
     if not policies:
@@ -84,7 +85,7 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
     for p in policies:
         jobs = [j for j in stopped if j["policy"] == p["policy"]]
         for job in jobs:  # each job on its own: the same figure in every report and scope
-            job["cost"] = money.round_cents(job["saved_cost"], places)
+            job["cost"] = shown.round(job["saved_cost"])
             job["gpu_hours"] = money.round_cents(Decimal(job["saved_gpu_seconds"]) / 3600, 1)
             job["start"], job["stop"] = _local(job.pop("trigger_start"), tz), _local(job.pop("stop_at"), tz)
             job["exact_cost"] = job.pop("saved_cost")
@@ -92,9 +93,9 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
         for j in jobs:
             row = projects.setdefault(j["project"], {"project": j["project"], "bucket": j["bucket"], "jobs_stopped": 0,
                                                      "false_positives": 0, "gpu_hours": Decimal("0.0"),
-                                                     "cost": money.round_cents(0, places),
+                                                     "cost": shown.zero,
                                                      "net_gpu_hours": Decimal("0.0"),
-                                                     "net_cost": money.round_cents(0, places)})
+                                                     "net_cost": shown.zero})
             row["jobs_stopped"] += 1
             row["false_positives"] += bool(j["false_positive"])
             row["gpu_hours"] += j["gpu_hours"]
@@ -108,9 +109,9 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
             "policy": p["policy"], "title": TITLES.get(p["policy"], p["policy"]), "rule": p["rule"],
             "jobs_stopped": len(jobs), "false_positives": sum(bool(j["false_positive"]) for j in jobs),
             "gpu_hours": sum((r["gpu_hours"] for r in by_project), Decimal("0.0")),
-            "cost": sum((r["cost"] for r in by_project), money.round_cents(0, places)),
+            "cost": sum((r["cost"] for r in by_project), shown.zero),
             "net_gpu_hours": sum((r["net_gpu_hours"] for r in by_project), Decimal("0.0")),
-            "net_cost": sum((r["net_cost"] for r in by_project), money.round_cents(0, places)),
+            "net_cost": sum((r["net_cost"] for r in by_project), shown.zero),
             "projects": by_project, "jobs": jobs if limit is None else jobs[:limit],
         })
         out[-1]["gpus_freed"] = gpus_freed(out[-1]["net_gpu_hours"], hours)
@@ -150,27 +151,24 @@ def whatif(config: Config, month: str, limit: int = TOP_JOBS) -> dict:
 # --------------------------------------------------------------------------- output
 
 
-def _money(value: Decimal) -> str:
-    return f"{value:,}"
-
-
 def to_table(result: dict) -> str:
     """The month's savings as aligned text: per policy its rule, totals, projects and top jobs."""
-    from .queries import to_table as table
+    from .tables import to_table as table
 
     cur = result["currency"]
+    cash = Currency(cur).format
     lines = [f"What the stopping policies would have saved in {result['month']} ({result['jobs_replayed']} jobs "
              f"replayed; {cur}; times in {result['timezone']})", result["resolution"], ""]
     if result.get("note"):
         lines[2:2] = [f"Note: {result['note']}."]
     for p in result["policies"]:
         lines.append(f"{p['title']} ({p['policy']}): {p['rule']}")
-        lines.append(f"  would have saved {_money(p['net_cost'])} {cur} net of false positives "
+        lines.append(f"  would have saved {cash(p['net_cost'])} {cur} net of false positives "
                      f"({p['net_gpu_hours']} GPU-hours, {p['gpus_freed']} GPUs freed on average over the month): "
                      f"stopped {p['jobs_stopped']} job(s), "
                      f"{p['false_positives']} of them false positive(s) (training improved after the stop; "
-                     f"their {_money(p['cost'] - p['net_cost'])} {cur} not counted); "
-                     f"gross {p['gpu_hours']} GPU-hours, {_money(p['cost'])} {cur}")
+                     f"their {cash(p['cost'] - p['net_cost'])} {cur} not counted); "
+                     f"gross {p['gpu_hours']} GPU-hours, {cash(p['cost'])} {cur}")
         if p["projects"]:
             lines.append("")
             lines.append(table(["project", "jobs stopped", "false positives", f"net saved {cur}", "GPU-hours",
@@ -190,9 +188,7 @@ def to_table(result: dict) -> str:
 
 def to_json(result: dict) -> str:
     """The result as JSON: money and GPU-hours as exact decimal strings."""
-    from .queries import _plain
-
-    return json.dumps(_plain(result), ensure_ascii=False, indent=1) + "\n"
+    return json_text(result) + "\n"
 
 
 FORMATS = {"table": to_table, "json": to_json}

@@ -1,16 +1,44 @@
-"""The time a command acts on, from the text of its options: the window an ingest or a load
-replaces and the time retention counts back from. A bad or contradictory value is one line
-naming the option."""
+"""The time a command acts on, from the text of its options: the window an ingest, a load or
+a build replaces (a calendar month, or two ISO instants) and the time retention counts back
+from, as UTC. A bad or contradictory value is one line naming the option (`what`)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
+from . import months
 from .config import Config
 from .errors import YolocostError
-from .ingest import month_window, parse_instant
+from .monthstr import Month
 
+UTC = dt.timezone.utc
 Window = tuple[dt.datetime, dt.datetime]
+
+
+def month_window(config: Config, month: str, what: str = "the month") -> Window:
+    """[first, next first) of a calendar month in the configured time zone, as UTC instants
+    (yolocost.months.window), for a month from 1970-01 to 9998-12."""
+    if not 1970 <= Month.parse(month, what).year <= 9998:
+        raise YolocostError(f"{what} must lie between 1970-01 and 9998-12, got {month!r}")
+    return months.window(config, month)
+
+
+def parse_instant(text: str, config: Config, what: str) -> dt.datetime:
+    """An ISO date or date-time; without an offset it is read in the configured time zone."""
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise YolocostError(f"{what} must be an ISO date or date-time such as 2026-10-01T00:00, got {text!r}") from None
+    out_of_range = YolocostError(f"{what} must lie between 1970 and 9998 (UTC), got {text!r}")
+    if not 1970 <= value.year <= 9998:  # outside, the arithmetic on UTC instants overflows
+        raise out_of_range
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=ZoneInfo(config.timezone))
+    value = value.astimezone(UTC)
+    if value.year < 1970:  # 1970-01-01 east of UTC: before the epoch
+        raise out_of_range
+    return value
 
 
 def ingest_window(config: Config, month: str | None, start: str | None, end: str | None) -> Window:

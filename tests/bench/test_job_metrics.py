@@ -57,13 +57,11 @@ def test_job_info_reaches_the_ingest_under_the_configured_label_names(labels, na
 ])
 def test_label_names_that_collide_are_one_clean_error(labels, message):
     """Before the check, prometheus-client refused them later with `ValueError: Incorrect label names`."""
-    from types import SimpleNamespace
-
-    from yolocost.cli.bench import served_label_names
+    from yolocost.bench.metrics import served_label_names
     from yolocost.errors import YolocostError
 
     with pytest.raises(YolocostError) as raised:
-        served_label_names(SimpleNamespace(config=SimpleNamespace(labels=labels)))
+        served_label_names(labels)
     assert message in str(raised.value) and "\n" not in str(raised.value)
     names = {"project": labels.project, "user": labels.user, "model_type": labels.model_type,
              "image_tag": labels.image_tag}

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from yolocost import queries
-from yolocost.report import data
+from yolocost.report import sections
 
 _ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.S)
 _CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
@@ -30,8 +30,8 @@ def collect(db, month: str, project: str | None) -> dict:
     """What a report of `project` (None: the admins') collects for `month` from a BuiltDb."""
     con = duckdb.connect(str(db.path), read_only=True)
     try:
-        return data.collect(con, month, project, timezone=db.config.timezone, grain_seconds=db.config.grain_seconds,
-                            currency=db.config.currency)
+        return sections.collect(con, month, project, timezone=db.config.timezone, grain_seconds=db.config.grain_seconds,
+                                currency=db.config.currency)
     finally:
         con.close()
 

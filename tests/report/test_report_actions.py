@@ -15,7 +15,7 @@ from builders import intervals, job_row, result_row, usage_run
 from conftest import MONTH
 
 from yolocost import db
-from yolocost.report import data, render_reports
+from yolocost.report import data, render_reports, sections
 
 CENT = Decimal("0.01")
 
@@ -28,8 +28,8 @@ def con(sample_db):
 
 
 def _collect(con, config, project, month=MONTH):
-    return data.collect(con, month, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
-                        currency=config.currency)
+    return sections.collect(con, month, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                            currency=config.currency)
 
 
 def _printed(value) -> Decimal:

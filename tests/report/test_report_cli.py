@@ -97,7 +97,7 @@ def test_report_without_pango_says_how_to_install_it_and_stops(workdir):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--month", "2026-13"], "is not a month"),
+    (["--month", "2026-13"], "must read YYYY-MM"),
     (["--month", "2026-12"], "no data for 2026-12"),
     (["--month", MONTH, "--audience", "project:nope"], "no project 'nope'"),
     (["--month", MONTH, "--audience", "everyone"], "is not admin, project:NAME or all"),

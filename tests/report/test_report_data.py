@@ -10,7 +10,7 @@ from conftest import MONTH
 
 from yolocost import finance
 from yolocost.errors import YolocostError
-from yolocost.report import data
+from yolocost.report import data, sections
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,8 @@ def con(sample_db):
 
 
 def _collect(con, config, project):
-    return data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
-                        currency=config.currency)
+    return sections.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                            currency=config.currency)
 
 
 def test_admin_cents_are_the_finance_csv_cents_and_add_up(con, sample_db):
@@ -104,7 +104,7 @@ def test_a_project_has_one_colour_in_every_admin_chart(con, sample_db):
     from yolocost.report import charts
 
     report = _collect(con, sample_db.config, None)
-    figures = charts.build(report, sample_db.config.currency, admin=True)
+    figures = sections.figures(report, sample_db.config.currency, admin=True)
     by_chart = {}
     bars = figures["projects"].data[0]
     by_chart["projects"] = dict(zip(bars.y, bars.marker.color))

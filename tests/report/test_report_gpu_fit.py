@@ -14,6 +14,7 @@ from builders import build_db, job_row, usage_run
 from conftest import MONTH
 from pages import cells, collect, section
 
+from yolocost.money import Currency
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, gpufit, render_reports
 
 A100 = "NVIDIA A100-SXM4-80GB"  # 80 GiB
@@ -119,7 +120,7 @@ def test_the_admin_section_lists_every_projects_jobs_by_saving(db):
     assert "gpu_fit" not in collect(db, MONTH, "p1")  # a project reads its notes in its job table
     con = duckdb.connect(str(db.path), read_only=True)
     try:
-        two = gpufit.jobs_that_fit(con, MONTH, None, 2, top=2)
+        two = gpufit.jobs_that_fit(con, MONTH, None, Currency("USD"), top=2)
     finally:
         con.close()
     assert [j["job_id"] for j in two["rows"]] == ["j-mid", "j-small"]

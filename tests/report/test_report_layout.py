@@ -19,6 +19,7 @@ import pytest
 from conftest import MONTH, pdf_pages, pdf_text, require_tools
 
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, charts, data
+from yolocost.report import sections as report_sections
 
 # --------------------------------------------------------------------------- reading the PDF
 
@@ -288,9 +289,9 @@ def figures(sample_db):
         projects = data.month_projects(con, MONTH)
         out = {}
         for project in [None, *projects]:
-            report = data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
-                                  currency=config.currency)
-            out[project] = (report, charts.build(report, config.currency, project is None))
+            report = report_sections.collect(con, MONTH, project, timezone=config.timezone,
+                                             grain_seconds=config.grain_seconds, currency=config.currency)
+            out[project] = (report, report_sections.figures(report, config.currency, project is None))
         return config.currency, out
     finally:
         con.close()

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import pytest
 from conftest import MONTH
 
-from yolocost.report import charts, data, paper
+from yolocost.report import charts, paper, sections
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +25,9 @@ def figures(sample_db):
     try:
         found = {}
         for project in (None, "视觉质检"):
-            report = data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
-                                  currency=config.currency)
-            for name, fig in charts.build(report, config.currency, project is None).items():
+            report = sections.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                                      currency=config.currency)
+            for name, fig in sections.figures(report, config.currency, project is None).items():
                 found[f"{project or 'admin'}:{name}"] = fig
         return found
     finally:

@@ -95,7 +95,7 @@ def test_every_pdf_has_every_section_heading_and_chart_title(rendered, sample_db
     title of each chart that report prints (drawn by matplotlib, set as text)."""
     import html as html_lib
 
-    from yolocost.report import charts, data
+    from yolocost.report import charts, sections
 
     require_tools(chromium=False, poppler=True)
     con = duckdb.connect(str(sample_db.path), read_only=True)
@@ -108,9 +108,9 @@ def test_every_pdf_has_every_section_heading_and_chart_title(rendered, sample_db
             assert len(headings) >= 8, audience.stem
             for heading in headings:
                 assert heading in text, (audience.stem, heading)
-            report = data.collect(con, MONTH, audience.project, timezone=sample_db.config.timezone,
-                                  grain_seconds=sample_db.config.grain_seconds, currency=sample_db.config.currency)
-            figures = charts.build(report, sample_db.config.currency, audience.project is None)
+            report = sections.collect(con, MONTH, audience.project, timezone=sample_db.config.timezone,
+                                      grain_seconds=sample_db.config.grain_seconds, currency=sample_db.config.currency)
+            figures = sections.figures(report, sample_db.config.currency, audience.project is None)
             printed = [f for name, f in figures.items() if name not in charts.HTML_ONLY]
             assert len(printed) >= 8, audience.stem
             for fig in printed:

@@ -14,7 +14,7 @@ import pytest
 from conftest import MONTH
 
 from yolocost import db, finance
-from yolocost.report import data, ratecard, render_reports
+from yolocost.report import data, ratecard, render_reports, sections
 from yolocost.resources import shipped_dir
 
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -28,8 +28,8 @@ def con(sample_db):
 
 
 def _collect(con, config, project):
-    return data.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
-                        currency=config.currency)
+    return sections.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
+                            currency=config.currency)
 
 
 def _ledger(con, project=None, by="") -> list[tuple]:

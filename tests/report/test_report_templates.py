@@ -82,3 +82,21 @@ def test_a_broken_override_is_one_line_naming_its_file_and_line(sample_db, tmp_p
             _render(sample_db.config, tmp_path, f"out-{name}", templates=mine)
         assert where in str(info.value), str(info.value)
         assert "\n" not in str(info.value)
+
+
+def test_an_override_can_extend_the_shipped_template_it_replaces(sample_db, tmp_path):
+    """A user's report.html that extends "yolocost/report.html" (the shipped one, whatever the
+    user's folder holds) replaces one block and keeps the rest, every section included."""
+    mine = tmp_path / "extending"
+    mine.mkdir()
+    (mine / "report.html").write_text(
+        '{% extends "yolocost/report.html" %}\n'
+        '{% block footer %}<footer><p>Questions: gpu-admins, {{ month }}</p></footer>{% endblock %}\n',
+        encoding="utf-8")
+    shipped = _render(sample_db.config, tmp_path, "shipped")
+    custom = _render(sample_db.config, tmp_path, "custom", templates=mine)
+
+    assert f"Questions: gpu-admins, {MONTH}" in custom and "Questions: gpu-admins" not in shipped
+    assert "Costs are kept to 1e-9" in shipped and "Costs are kept to 1e-9" not in custom
+    a, b = _sections(shipped), _sections(custom)
+    assert list(b) == [s for s, _ in ADMIN_SECTIONS] and a == b  # the shipped sections, unchanged

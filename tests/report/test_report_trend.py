@@ -14,7 +14,7 @@ from builders import intervals, job_row, usage_row
 from conftest import MONTH, page_parts, pdf_text
 
 from yolocost import finance
-from yolocost.report import charts, data, render_reports
+from yolocost.report import render_reports, sections
 from yolocost.report.trend import trend
 
 HOUR = 3600
@@ -37,8 +37,8 @@ def collect(db, month: str, project: str | None) -> dict:
     con = open_db(db)
     try:
         c = db.config
-        return data.collect(con, month, project, timezone=c.timezone, grain_seconds=c.grain_seconds,
-                            currency=c.currency)
+        return sections.collect(con, month, project, timezone=c.timezone, grain_seconds=c.grain_seconds,
+                                currency=c.currency)
     finally:
         con.close()
 
@@ -264,7 +264,7 @@ def test_trend_reaches_back_twelve_months_with_data(built_db):
 
 def test_trend_chart_has_the_months_and_the_currency(three_months):
     report = collect(three_months, MONTH, None)
-    fig = charts.build(report, three_months.config.currency, admin=True)["trend"]
+    fig = sections.figures(report, three_months.config.currency, admin=True)["trend"]
     bars = fig.data[0]
     assert list(bars.x) == ["2026-08", "2026-09", "2026-10"]
     assert list(bars.y) == [float((h + u) * PRICE) for h, _, _, u in CLUSTER.values()]

@@ -16,7 +16,7 @@ from builders import job_row, usage_run
 from conftest import MONTH
 from pages import cells, collect, section
 
-from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, data, render_reports, waste
+from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, data, render_reports, sections, waste
 
 PRICE = "2.00"  # per GPU-hour: an interval of 5 minutes costs 1/6
 
@@ -148,8 +148,8 @@ def test_the_sample_months_rankings_add_up_to_the_headline(sample_db):
     try:
         config = sample_db.config
         for project in [None, *data.month_projects(con, MONTH)]:
-            report = data.collect(con, MONTH, project, timezone=config.timezone,
-                                  grain_seconds=config.grain_seconds, currency=config.currency)
+            report = sections.collect(con, MONTH, project, timezone=config.timezone,
+                                      grain_seconds=config.grain_seconds, currency=config.currency)
             w = report["user_waste"]
             shown = w["rows"] + ([w["other"]] if w["other"] else [])
             assert sum(r["idle_cost"] for r in shown) == w["total"]["idle_cost"] == \

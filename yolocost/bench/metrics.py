@@ -12,6 +12,8 @@ import datetime as dt
 import math
 import re
 
+from ..attribution import sanitize
+from ..config import Labels
 from ..errors import YolocostError
 from .nvml import Gpu
 
@@ -36,6 +38,15 @@ def served_names(label_names: dict[str, str] | None) -> dict[str, str]:
             raise YolocostError(f"[labels] {dim} = {name!r} is also {taken[name]} in yolocost_job_info: "
                                 "give it another label name")
         taken[name] = f"the label of {dim}"
+    return names
+
+
+def served_label_names(labels: Labels) -> dict[str, str]:
+    """The job-info label names the config's ingest reads ([labels]; defaults without a config),
+    checked before any run starts: one that collides with another or with the runner's own
+    job-info labels is a one-line error."""
+    names = {dim: sanitize(getattr(labels, dim)) for dim in ("project", "user", "model_type", "image_tag")}
+    served_names(names)
     return names
 
 

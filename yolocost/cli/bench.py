@@ -75,6 +75,7 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
     before_run(state.config, Request(model_type=model_type or Path(model).stem, image_tag=image_tag or None, gpus=1,
                                      epochs=epochs, imgsz=imgsz, batch=batch, project=project or None),
                max_cost, dt.datetime.now(dt.timezone.utc), state.log)
+    from ..bench.metrics import served_label_names
     from ..bench.runner import BenchOptions, parse_train_args, run_bench
 
     opts = BenchOptions(
@@ -82,24 +83,11 @@ def bench_run(state: State, job_id, model, data, project, user, model_type, imag
         model_type=model_type, image_tag=image_tag, image_digest=image_digest, epochs=epochs, imgsz=imgsz,
         batch=batch, device=device, out=Path(out_dir), metrics_addr=metrics_addr, metrics_port=metrics_port,
         gpu_sampler=gpu_sampler, images=images, seed=seed, linger=linger, train_args=parse_train_args(train_arg),
-        verbose=verbose, stop_after_epoch=stop_after_epoch, label_names=served_label_names(state),
+        verbose=verbose, stop_after_epoch=stop_after_epoch, label_names=served_label_names(state.config.labels),
     )
     record, run_dir = run_bench(opts, state.log)
     click.echo(f"job {record.job_id} finished: {_maps(record)} (best epoch {(record.results or {}).get('best_epoch')}), "
                f"{len(record.attempts)} attempt(s); run folder {run_dir}")
-
-
-def served_label_names(state: State) -> dict[str, str]:
-    """The job-info label names the config's ingest reads ([labels]; defaults without a config),
-    checked before any run starts: one that collides with another or with the runner's own
-    job-info labels is a one-line error."""
-    from ..attribution import sanitize
-    from ..bench.metrics import served_names
-
-    labels = state.config.labels
-    names = {dim: sanitize(getattr(labels, dim)) for dim in ("project", "user", "model_type", "image_tag")}
-    served_names(names)
-    return names
 
 
 def _maps(record) -> str:
@@ -124,10 +112,11 @@ def bench_matrix(state: State, file, out_dir, metrics_port):
       yolocost bench matrix leaderboard.toml
     """
     from ..bench.matrix import run_matrix
+    from ..bench.metrics import served_label_names
 
     overrides = {k: v for k, v in {"out": Path(out_dir) if out_dir else None, "metrics_port": metrics_port}.items()
                  if v is not None}
-    overrides["label_names"] = served_label_names(state)
+    overrides["label_names"] = served_label_names(state.config.labels)
     runs = run_matrix(Path(file), state.log, **overrides)
     for run in runs:
         attempts = len(run.record.attempts) if run.record else 0

@@ -111,8 +111,8 @@ def build(state: State, month):
       yolocost --config yolocost.toml build
       yolocost build --month 2026-10
     """
-    from ..ingest import month_window
     from ..load import rebuild_database
+    from ..windows import month_window
 
     require_database(state.config)
     if month is not None:

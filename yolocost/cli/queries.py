@@ -53,6 +53,7 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
       yolocost query "SELECT project, cost FROM mart_project_month WHERE month = '2026-10'"
     """
     from .. import queries
+    from ..tables import FORMATTERS
 
     if output:
         refuse_folder(output)
@@ -61,7 +62,7 @@ def query(state: State, target, params, fmt, output, write, queries_dir):
     columns, rows = queries.run(state.config.database, q, dict(params), write=write,
                                 timezone=state.config.timezone, memory_limit=state.config.memory_limit,
                                 config=state.config)
-    text = queries.FORMATTERS[fmt](columns, rows)
+    text = FORMATTERS[fmt](columns, rows)
     if output:
         from ..outputs import write_output
 

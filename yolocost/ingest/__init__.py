@@ -2,7 +2,6 @@
 
 A package by stage, each module one step of the way:
 
-- `window`: the window from what a user typed (a month, ISO instants);
 - `transaction`: `ingest` itself, the fetch in a child process, then one write transaction;
 - `fetcher`: every query of a window, in order (`discovery`, the store probe, `pipeline`);
 - `discovery`: the window's series, read a chunk at a time;
@@ -18,6 +17,5 @@ The names below are what the rest of yolocost uses.
 """
 
 from .transaction import IngestResult, ingest
-from .window import month_window, parse_instant
 
-__all__ = ["IngestResult", "ingest", "month_window", "parse_instant"]
+__all__ = ["IngestResult", "ingest"]

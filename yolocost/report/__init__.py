@@ -12,12 +12,14 @@ project's report is, in html or pdf; `summary.html`, the one-page summary
 (yolocost.finance, the same bytes as `yolocost export finance`; format csv); and
 `index.html`, which lists the folder's files with the month's coverage and total (index.py;
 format index). Every file of a run is written into a staging folder first and moved into
-place only when all of them are complete. The section data come from the marts only (data.py),
-the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
+place only when all of them are complete. The sections are listed once (sections.py: each
+section's reader, charts, audiences and template); their data come from the marts only
+(data.py), the figures from plotly (charts.py); the HTML inlines plotly.js once (html.py), the PDF
 carries the same figures drawn again by matplotlib as vector SVG (paper.py), printed by
 WeasyPrint (pdf.py): no browser. The pages
 are Jinja templates (reports/templates/: report.html, sections/*.html, style.css,
-print.css, charts.js, tables.js), each of which a user's templates folder may override by file name.
+print.css, charts.js, tables.js), each of which a user's templates folder may override by file name
+(and extend: `{% extends "yolocost/report.html" %}` names the shipped one; yolocost.templating).
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import db, months
 from .. import finance, summary
+from ..atomic import replacing
 from ..config import Config
 from ..errors import YolocostError
 from ..outputs import cannot_write, move_into_own_folder, own_folder, refuse_folder_in_the_way
 from ..templating import environment, template_errors
-from . import charts, data, jobs, paper
+from . import charts, data, jobs, paper, sections
 from . import html as html_out
 from . import index as month_index
 from .notes import month_notes
@@ -53,22 +56,9 @@ Progress = Callable[[str], None]
 FORMATS = ("html", "pdf", "summary", "csv", "index")
 REPORT_FORMATS = ("html", "pdf")
 
-# (id, title): the sections in page order; each is the template sections/<id>.html
-ADMIN_SECTIONS = (
-    ("headline", "Headline"), ("actions", "What to do"), ("trend", "Trend"), ("daily", "Cost per day"),
-    ("projects", "Cost by project"), ("users", "Cost by user"), ("gpu_models", "Cost by GPU model"),
-    ("image_tags", "Cost by image tag"), ("density", "Density of jobs"), ("idle_waste", "Idle waste"),
-    ("user_waste", "Waste ranking of users"), ("gpu_fit", "Jobs that fit a smaller GPU"),
-    ("leaderboard", "Value leaderboard"), ("tag_comparison", "Image tags compared"),
-    ("breakers", "Breaker candidates"),
-    ("policies", "What policies would have saved"),
-    ("tag_violations", "Tag-policy violations"), ("unallocated", "Unallocated capacity"),
-    ("rate_card", "Prices"),
-)
-# a project's report ends with every job of its month (in the PDF: an appendix); the admin
-# report has too many jobs for that, and lists instead the jobs that would fit a smaller GPU
-# (gpu_fit), which a project's job table notes job by job
-PROJECT_SECTIONS = tuple(s for s in ADMIN_SECTIONS if s[0] not in ("projects", "unallocated", "gpu_fit")) + (("jobs", "Jobs"),)
+# (id, title) of each audience's sections in page order (sections.SECTIONS)
+ADMIN_SECTIONS = sections.titles(sections.ADMIN)
+PROJECT_SECTIONS = sections.titles(sections.PROJECT)
 
 
 @dataclass(frozen=True)
@@ -179,12 +169,11 @@ def resolve_audiences(specs: Sequence[str], projects: Sequence[str], month: str)
 
 def _write(path: Path, content: str | bytes) -> Path:
     """Write next to the target and rename, so a reader never sees half a report."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(content, bytes):
-        tmp.write_bytes(content)
-    else:
-        tmp.write_text(content, encoding="utf-8")
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        if isinstance(content, bytes):
+            tmp.write_bytes(content)
+        else:
+            tmp.write_text(content, encoding="utf-8")
     return path
 
 
@@ -196,7 +185,8 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
         "audience": {"admin": admin, "project": audience.project,
                      "title": "All projects" if admin else audience.project,
                      "csv": None if admin else f"{audience.stem}.csv"},
-        "sections": [{"id": s, "title": t} for s, t in (ADMIN_SECTIONS if admin else PROJECT_SECTIONS)],
+        "sections": [{"id": s.id, "title": s.title, "template": s.template}
+                     for s in sections.shown_to(sections.ADMIN if admin else sections.PROJECT)],
         "cluster_name": config.cluster,
         "currency": config.currency,
         "timezone": config.timezone,
@@ -286,8 +276,8 @@ def _render_all(config: Config, month: str, audiences: Sequence[str], formats: S
             reports = {}
             for audience in chosen if wants_reports else ():
                 progress(f"reading the marts for the {audience.label} report")
-                reports[audience] = data.collect(con, month, audience.project, timezone=config.timezone,
-                                                 grain_seconds=config.grain_seconds, currency=config.currency)
+                reports[audience] = sections.collect(con, month, audience.project, timezone=config.timezone,
+                                                     grain_seconds=config.grain_seconds, currency=config.currency)
             extras = _read_extras(con, config, month, formats, progress)
             notes = month_notes(con, config, month)  # what the bill was made without: every report says it
             for report in reports.values():
@@ -306,7 +296,7 @@ def _render_all(config: Config, month: str, audiences: Sequence[str], formats: S
         pages = {name: env.get_template(name) for name, fmt in _EXTRA_PAGES if fmt in formats}
     result = ReportResult(month, folder, audiences=chosen if wants_reports else [], formats=formats)
     started = time.monotonic()
-    figures = {a: charts.build(reports[a], config.currency, a.project is None) for a in reports}
+    figures = {a: sections.figures(reports[a], config.currency, a.project is None) for a in reports}
     result.charts = sum(len(f) for f in figures.values())
     if wants_reports:
         progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from .. import money
+from ..money import Currency
 from . import gpufit
 
 FEW_RUNS = 3  # a value comparison resting on fewer runs than this says so
@@ -35,15 +35,14 @@ def _config(row: dict) -> str:
     return f"{row['model_type']} on {row['image_tag']}"
 
 
-def actions(report: dict, project: str | None, currency: str) -> list[dict]:
+def actions(report: dict, project: str | None, currency: Currency) -> list[dict]:
     """Things to do, each with its estimated saving and how it is computed, largest first."""
-    places = money.minor_unit(currency)
 
     def cents(value) -> Decimal:
-        return money.round_cents(_dec(value), places)
+        return currency.round(_dec(value))
 
     def cash(value) -> str:
-        return f"{cents(value):,.{places}f} {currency}"
+        return currency.format(_dec(value), with_code=True)
 
     out = []
     jobs = report["idle_waste"]["jobs"][:3]
@@ -66,7 +65,7 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
     if idle:
         out.append(idle)
     out += _density(report["density"], cents, cash)
-    out += _value(report["leaderboard"], cents, cash, currency, places)
+    out += _value(report["leaderboard"], cents, cash, currency)
     smaller = _smaller_gpu(report, project, cents, cash)
     if smaller:
         out.append(smaller)
@@ -78,15 +77,14 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
     return sorted(out, key=lambda a: -a["amount"])
 
 
-def policy_notes(report: dict, currency: str) -> list[dict]:
+def policy_notes(report: dict, currency: Currency) -> list[dict]:
     """What the month's policies ask for that saves no money (listed apart from the actions,
     never as a saving): runs on image tags that break the tag policy."""
-    places = money.minor_unit(currency)
     tv = report["tag_violations"]
     if not tv["by_status"]:
         return []
-    parts = ", ".join(f"{s['status']}: {s['jobs']} job(s), {money.round_cents(_dec(s['cents']), places):,.{places}f} "
-                      f"{currency}" for s in tv["by_status"])
+    parts = ", ".join(f"{s['status']}: {s['jobs']} job(s), {currency.format(_dec(s['cents']), with_code=True)}"
+                      for s in tv["by_status"])
     return [{"section": "tag_violations", "title": "Retag images that break the tag policy",
              "detail": f"{parts} of spend on such images. Use purpose-yoloversion-optimization-cuda tags so every "
                        "run can be traced; retagging saves nothing by itself."}]
@@ -143,7 +141,7 @@ def _density(dens: dict, cents, cash) -> list[dict]:
                        "Larger batches, more data-loader workers or a smaller GPU (or a MIG slice) fit them better."}]
 
 
-def _value(board: list[dict], cents, cash, currency: str, places: int) -> list[dict]:
+def _value(board: list[dict], cents, cash, currency: Currency) -> list[dict]:
     """The leaderboard's cheapest configuration per mAP50 point whose image tag the tag
     policy accepts (`tag_ok`), against its dearest configuration. Only configurations with at
     least FEW_RUNS runs are compared when two or more have that many; a comparison resting on
@@ -180,11 +178,11 @@ def _value(board: list[dict], cents, cash, currency: str, places: int) -> list[d
         title += f" (based on {_runs(best['runs'])})"
     return [{"section": "leaderboard", "amount": amount,
              "basis": f"saving = the cost of the {_runs(worst['runs'])} of {_config(worst)} "
-                      f"at {cash(worst['mean_cost_per_run'])} per run x (1 - {best['cost_per_map50_point']:,.{places}f} / "
-                      f"{worst['cost_per_map50_point']:,.{places}f} per mAP50 point)",
+                      f"at {cash(worst['mean_cost_per_run'])} per run x (1 - {currency.format(_dec(best['cost_per_map50_point']))} / "
+                      f"{currency.format(_dec(worst['cost_per_map50_point']))} per mAP50 point)",
              "title": title,
-             "detail": f"{best['cost_per_map50_point']:,.{places}f} {currency} per mAP50 point "
-                       f"({_runs(best['runs'])}) against {worst['cost_per_map50_point']:,.{places}f} {currency} "
+             "detail": f"{cash(best['cost_per_map50_point'])} per mAP50 point "
+                       f"({_runs(best['runs'])}) against {cash(worst['cost_per_map50_point'])} "
                        f"for {_config(worst)} ({_runs(worst['runs'])}).{note}"}]
 
 

@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 import plotly.graph_objects as go
 
+from ..money import Currency
+
 FONT = '"Noto Sans", "Noto Sans CJK SC", "Helvetica Neue", Arial, sans-serif'
 PALETTE = ["#3b6ea5", "#e07b39", "#4c9a6a", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c",
            "#ccb974", "#64b5cd", "#2f4b7c", "#a05195", "#f95d6a", "#ffa600", "#665191", "#d45087"]
@@ -57,9 +59,16 @@ def _layout(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
     return fig
 
 
-def _money(currency: str, what: str = "Cost") -> dict:
+def _cost_axis(currency: str, what: str = "Cost") -> dict:
     """An axis that shows money: its title names the currency."""
     return {"title_text": f"{what} ({esc(currency)})"}
+
+
+def _amount(field: str, currency: str) -> str:
+    """A hovertemplate's amount: plotly.js fills `field` ("x", "customdata[2]") in the
+    currency's format (yolocost.money.Currency.spec: its minor unit's decimals, thousands
+    grouped), followed by the currency's code."""
+    return f"%{{{field}:{Currency(currency).spec}}} {currency}"
 
 
 def _hbar_height(n: int) -> int:
@@ -84,13 +93,13 @@ def daily(section: dict, currency: str, colors: dict[str, str] | None = None) ->
     for (bucket, name), by_day in sorted(series.items(), key=lambda kv: (kv[0][0] != "project", kv[0][1])):
         fig.add_bar(x=[f"{d} 12:00" for d in days], y=[by_day.get(d, 0.0) for d in days], name=esc(name), width=DAY_MS * 0.8,
                     marker_color=BUCKET_COLORS.get(bucket, colors.get(name)),
-                    hovertemplate=f"%{{x|%a %d %b}}<br>{esc_in_template(name)}: %{{y:,.2f}} {currency}<extra></extra>")
+                    hovertemplate=f"%{{x|%a %d %b}}<br>{esc_in_template(name)}: {_amount('y', currency)}<extra></extra>")
     _layout(fig, f"Cost per day by {section['series_label']} ({currency})", 380, barmode="stack")
     # the whole month, a tick a week, whatever days had usage; the ticks at noon, under their
     # day's bar, so the first label stays clear of the y axis's 0 in the corner
     fig.update_xaxes(type="date", tickformat="%d %b", dtick=7 * DAY_MS, tick0=f"{section['first_day']} 12:00",
                      range=[section["first_day"], section["next_month"]], ticks="outside", ticklen=4)
-    fig.update_yaxes(**_money(currency))
+    fig.update_yaxes(**_cost_axis(currency))
     return fig
 
 
@@ -108,11 +117,11 @@ def projects(found: list[dict], currency: str) -> go.Figure | None:
         y=[esc(r["project"]) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
         marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"])) for r in items],
         customdata=[[_f(r["gpu_hours"]), (r["share"] or 0) * 100] for r in items],
-        hovertemplate=(f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
+        hovertemplate=(f"%{{y}}: {_amount('x', currency)}<br>%{{customdata[0]:,.1f}} GPU-hours, "
                        "%{customdata[1]:.1f} % of the total<extra></extra>"),
     ))
     _layout(fig, f"Cost by project ({currency})", _hbar_height(len(items)), showlegend=False)
-    return fig.update_xaxes(**_money(currency))
+    return fig.update_xaxes(**_cost_axis(currency))
 
 
 def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go.Figure | None:
@@ -128,12 +137,12 @@ def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go
         marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"], PALETTE[0])) if admin else PALETTE[0]
                       for r in items],
         customdata=[[r["jobs"], _f(r["gpu_hours"])] for r in items],
-        hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency}<br>%{{customdata[0]}} jobs, "
+        hovertemplate=f"%{{y}}: {_amount('x', currency)}<br>%{{customdata[0]}} jobs, "
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
     ))
     title = f"Cost by user ({currency})" + (f", top {MAX_BARS}" if len(found) > MAX_BARS else "")
     _layout(fig, title, _hbar_height(len(items)), showlegend=False)
-    return fig.update_xaxes(**_money(currency))
+    return fig.update_xaxes(**_cost_axis(currency))
 
 
 def gpu_models(found: list[dict], currency: str, admin: bool) -> go.Figure | None:
@@ -143,19 +152,19 @@ def gpu_models(found: list[dict], currency: str, admin: bool) -> go.Figure | Non
     fig = go.Figure()
     if admin:
         fig.add_bar(x=names, y=[_f(r["attributed_cost"]) for r in found], name="held by jobs",
-                    marker_color=PALETTE[0], hovertemplate=f"%{{x}}<br>held: %{{y:,.2f}} {currency}<extra></extra>")
+                    marker_color=PALETTE[0], hovertemplate=f"%{{x}}<br>held: {_amount('y', currency)}<extra></extra>")
         fig.add_bar(x=names, y=[_f(r["unallocated_cost"]) for r in found], name="unallocated",
                     marker_color=BUCKET_COLORS["unallocated"],
-                    hovertemplate=f"%{{x}}<br>unallocated: %{{y:,.2f}} {currency}<extra></extra>")
+                    hovertemplate=f"%{{x}}<br>unallocated: {_amount('y', currency)}<extra></extra>")
         fig.add_bar(x=names, y=[_f(r["energy_cost"]) for r in found], name="energy",
-                    marker_color=PALETTE[1], hovertemplate=f"%{{x}}<br>energy: %{{y:,.2f}} {currency}<extra></extra>")
+                    marker_color=PALETTE[1], hovertemplate=f"%{{x}}<br>energy: {_amount('y', currency)}<extra></extra>")
         _layout(fig, f"Cost by GPU model ({currency})", 340, barmode="stack")
-        return fig.update_yaxes(**_money(currency))
+        return fig.update_yaxes(**_cost_axis(currency))
     fig.add_bar(x=names, y=[_f(r["cents"]) for r in found], marker_color=PALETTE[0],
                 customdata=[_f(r["gpu_hours"]) for r in found],
-                hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata:,.1f}} GPU-hours<extra></extra>")
+                hovertemplate=f"%{{x}}: {_amount('y', currency)}<br>%{{customdata:,.1f}} GPU-hours<extra></extra>")
     _layout(fig, f"Cost by GPU model ({currency})", 320, showlegend=False)
-    return fig.update_yaxes(**_money(currency))
+    return fig.update_yaxes(**_cost_axis(currency))
 
 
 def image_tags(section: dict, currency: str) -> go.Figure | None:
@@ -169,12 +178,12 @@ def image_tags(section: dict, currency: str) -> go.Figure | None:
         fig.add_bar(y=[esc(r["image_tag"]) for r in mine], x=[_f(r["cents"]) for r in mine], orientation="h",
                     name=esc(status), marker_color=STATUS_COLORS.get(status, PALETTE[7]),
                     customdata=[[(r["density"] or 0) * 100, r["jobs"]] for r in mine],
-                    hovertemplate=(f"%{{y}}: %{{x:,.2f}} {currency}<br>density %{{customdata[0]:.1f}} %, "
+                    hovertemplate=(f"%{{y}}: {_amount('x', currency)}<br>density %{{customdata[0]:.1f}} %, "
                                    "%{customdata[1]} jobs<extra>" + esc(status) + "</extra>"))
     fig.update_yaxes(categoryorder="array", categoryarray=[esc(r["image_tag"]) for r in items])
     title = f"Cost by image tag ({currency})" + (f", top {len(top)}" if section["other"] else "")
     _layout(fig, title, _hbar_height(len(items)), barmode="stack")
-    return fig.update_xaxes(**_money(currency))
+    return fig.update_xaxes(**_cost_axis(currency))
 
 
 def density(section: dict) -> go.Figure | None:
@@ -202,11 +211,11 @@ def idle_waste(section: dict, currency: str, admin: bool) -> go.Figure | None:
         marker_color=PALETTE[3],
         customdata=[[_f(j["idle_gpu_hours"]), esc(j["user_name"]) + (" · " + esc(j["project"]) if admin else "")]
                     for j in items],
-        hovertemplate=f"%{{y}} (%{{customdata[1]}}): %{{x:,.2f}} {currency}<br>%{{customdata[0]:,.2f}} idle "
+        hovertemplate=f"%{{y}} (%{{customdata[1]}}): {_amount('x', currency)}<br>%{{customdata[0]:,.2f}} idle "
                       "GPU-hours<extra></extra>",
     ))
     _layout(fig, f"Jobs with the most idle waste ({currency})", _hbar_height(len(items)), showlegend=False)
-    return fig.update_xaxes(**_money(currency, "Idle cost"))
+    return fig.update_xaxes(**_cost_axis(currency, "Idle cost"))
 
 
 LOG_STEPS = ((Decimal(1), Decimal(2), Decimal(5)),
@@ -245,7 +254,7 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
                                      "line": {"width": 0.5, "color": "#ffffff"}},
             customdata=[[esc(r["image_tag"]), r["runs"], _f(r["cost_per_map50_point"])] for r in mine],
             hovertemplate=(esc_in_template(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
-                           f"%{{x:,.2f}} {currency} per run, %{{customdata[2]:,.2f}} {currency} per mAP point"
+                           f"{_amount('x', currency)} per run, {_amount('customdata[2]', currency)} per mAP point"
                            "<extra></extra>"))
     _layout(fig, "Value: mAP50 against cost per run (bubble size: number of runs)", 380,
             legend={"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})
@@ -255,7 +264,7 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
         fig.update_xaxes(title_text=f"Mean cost per run ({esc(currency)}, log scale)", type="log", range=span,
                          tickmode="array", tickvals=values, ticktext=labels)
     else:
-        fig.update_xaxes(**_money(currency, "Mean cost per run"))
+        fig.update_xaxes(**_cost_axis(currency, "Mean cost per run"))
     fig.update_yaxes(title_text="Mean mAP50")
     return fig
 
@@ -281,13 +290,13 @@ def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_E
         return None
     best, worst, between = leaderboard_ends(priced, ends)
     label = lambda r: f"#{r['rank']} {esc(r['model_type'] or '(no model)')} · {esc(r['image_tag'] or '(no tag)')}"  # noqa: E731
-    hover = (f"%{{y}}: %{{x:,.2f}} {currency} per mAP50 point<br>%{{customdata[0]}} run(s), mAP50 "
-             f"%{{customdata[1]:.3f}}, %{{customdata[2]:,.2f}} {currency} per run<extra></extra>")
+    hover = (f"%{{y}}: {_amount('x', currency)} per mAP50 point<br>%{{customdata[0]}} run(s), mAP50 "
+             f"%{{customdata[1]:.3f}}, {_amount('customdata[2]', currency)} per run<extra></extra>")
 
     def bars(rows: list[dict], name: str, color: str) -> go.Bar:
         return go.Bar(
             y=[label(r) for r in rows], x=[_f(r["cost_per_map50_point"]) for r in rows], orientation="h",
-            name=name, marker_color=color, text=[f"{_f(r['cost_per_map50_point']):,.2f}" for r in rows],
+            name=name, marker_color=color, text=[Currency(currency).format(_f(r['cost_per_map50_point'])) for r in rows],
             textposition="outside", cliponaxis=False,
             customdata=[[r["runs"], _f(r["mean_map50"]), _f(r["mean_cost_per_run"])] for r in rows],
             hovertemplate=hover)
@@ -308,7 +317,7 @@ def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_E
     n = len(order)
     _layout(fig, title, max(220, n * 22 + 110), showlegend=bool(worst), bargap=0.25)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=order, autorange="reversed")
-    fig.update_xaxes(**_money(currency, "Cost per mAP50 point"), rangemode="tozero")
+    fig.update_xaxes(**_cost_axis(currency, "Cost per mAP50 point"), rangemode="tozero")
     return fig
 
 def breakers(section: dict, currency: str) -> go.Figure | None:
@@ -320,11 +329,11 @@ def breakers(section: dict, currency: str) -> go.Figure | None:
         y=[f"{esc(r['job_id'])} · {r['start']}" for r in items], x=[_f(r["cents"]) for r in items],
         orientation="h", marker_color=PALETTE[4],
         customdata=[[_f(r["stretch_hours"]), _f(r["gpu_hours"])] for r in items],
-        hovertemplate=f"%{{y}}: %{{x:,.2f}} {currency} saved<br>%{{customdata[0]:,.1f}} h stalled, "
+        hovertemplate=f"%{{y}}: {_amount('x', currency)} saved<br>%{{customdata[0]:,.1f}} h stalled, "
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",
     ))
     _layout(fig, f"What a pause would have saved ({currency})", _hbar_height(len(items)), showlegend=False)
-    return fig.update_xaxes(**_money(currency, "Would have saved"))
+    return fig.update_xaxes(**_cost_axis(currency, "Would have saved"))
 
 
 def tag_violations(section: dict, currency: str) -> go.Figure | None:
@@ -335,10 +344,10 @@ def tag_violations(section: dict, currency: str) -> go.Figure | None:
         x=[esc(s["status"]) for s in found], y=[_f(s["cents"]) for s in found],
         marker_color=[STATUS_COLORS.get(s["status"], PALETTE[7]) for s in found],
         customdata=[s["jobs"] for s in found],
-        hovertemplate=f"%{{x}}: %{{y:,.2f}} {currency}, %{{customdata}} jobs<extra></extra>",
+        hovertemplate=f"%{{x}}: {_amount('y', currency)}, %{{customdata}} jobs<extra></extra>",
     ))
     _layout(fig, f"Spend on images that break the tag policy ({currency})", 300, showlegend=False)
-    return fig.update_yaxes(**_money(currency, "Spend"))
+    return fig.update_yaxes(**_cost_axis(currency, "Spend"))
 
 
 def unallocated(section: dict) -> go.Figure | None:
@@ -374,7 +383,7 @@ def trend(section: dict, currency: str) -> go.Figure | None:
         marker_line_color=PALETTE[0], marker_line_width=[0 if not r["partial"] else 1 for r in found],
         text=[f"partial, {esc(r['percent'])}" if r["partial"] else "" for r in found], textposition="outside",
         customdata=[[_f(r["gpu_hours"]), (r["coverage"] or 0) * 100] for r in found],
-        hovertemplate=(f"%{{x}}: %{{y:,.2f}} {currency}<br>%{{customdata[0]:,.1f}} GPU-hours, "
+        hovertemplate=(f"%{{x}}: {_amount('y', currency)}<br>%{{customdata[0]:,.1f}} GPU-hours, "
                        "%{customdata[1]:.1f} % of the month held<extra></extra>"),
     )
     # the line joins whole months only: a partial month's point stands apart, hollow
@@ -396,26 +405,4 @@ def trend(section: dict, currency: str) -> go.Figure | None:
                     "showgrid": False})
     fig.update_xaxes(type="category")
     return fig
-
-
-def build(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
-    """The figures of one audience's report, by section name (sections without data have none)."""
-    colors = project_colors(report["projects"]) if admin else None
-    figures = {
-        "trend": trend(report["trend"], currency),
-        "daily": daily(report["daily"], currency, colors),
-        "users": users(report["users"], currency, colors),
-        "gpu_models": gpu_models(report["gpu_models"], currency, admin),
-        "image_tags": image_tags(report["image_tags"], currency),
-        "density": density(report["density"]),
-        "idle_waste": idle_waste(report["idle_waste"], currency, admin),
-        "leaderboard": leaderboard(report["leaderboard"], currency),
-        "leaderboard_rank": leaderboard_rank(report["leaderboard"], currency),
-        "breakers": breakers(report["breakers"], currency),
-        "tag_violations": tag_violations(report["tag_violations"], currency),
-    }
-    if admin:
-        figures["projects"] = projects(report["projects"], currency)
-        figures["unallocated"] = unallocated(report["unallocated"])
-    return {name: fig for name, fig in figures.items() if fig is not None}
 

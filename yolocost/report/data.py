@@ -1,9 +1,10 @@
 """What each report section shows, read from the marts and the cent ledger only, as plain dicts and lists.
 
-One function per section. Each takes an open read-only connection, the month and the
-audience's project (None = the admin report, all projects) and filters in SQL: a project
-report's rows come from `WHERE project = ? AND bucket = 'project'`, so no other project's row
-is ever read into it.
+One function per section (sections.py names each section's reader: one of these, or of a
+module of its own: trend.py, waste.py, tags.py, ...). Each takes an open read-only
+connection, the month and the audience's project (None = the admin report, all projects)
+and filters in SQL: a project report's rows come from `WHERE project = ? AND bucket =
+'project'`, so no other project's row is ever read into it.
 
 Every billed money figure and GPU-hour figure is a value of the cent ledger
 (yolocost.ledger: ledger_charges, ledger_job_month) or a sum of such values: so a figure has
@@ -12,6 +13,8 @@ CSV, every table adds up to its total, and GPU + energy = cost in every row. Fig
 no charge (what a stalled stretch cost, what a policy would have saved) are not in the
 ledger; they are rounded here with the largest remainder (yolocost.money) so that their
 table adds up to its printed total. Money stays Decimal; densities and shares are floats.
+`collect` takes the report's currency (yolocost.money.Currency) and hands it to the sections
+that round or write amounts.
 """
 
 from __future__ import annotations
@@ -19,26 +22,23 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from .. import ledger, money, queries, whatif
+from ..money import Currency
+from ..monthstr import Month
 from ..monthstr import check_month as check_month  # the reports check their month here (report/__init__)
-from . import gpufit, ratecard, waste
-from .actions import actions, policy_notes
-from .jobs import job_table
-from .reading import (NOBODY, SHARE, change_text, dec, local_time, minor_shares, places, project_sums, query_rows,
+from .reading import (NOBODY, SHARE, change_text, dec, local_time, minor_shares, project_sums, query_rows,
                       rows, scope, stable)
-from .tags import image_tag_comparison
-from .trend import comparison, trend
+from .trend import comparison
 
 TOP = 15  # rows in ranking tables (idle waste, violations); the charts show the same rows
 DENSITY_BINS = 10  # density distribution: 0-10 %, ..., 90-100 %
 
 
 def previous_month(month: str) -> str:
-    year, mon = int(month[:4]), int(month[5:7])
-    return f"{year - 1}-12" if mon == 1 else f"{year}-{mon - 1:02d}"
+    """The month before `month` (YYYY-MM), the one a report compares it with."""
+    return str(Month.parse(month).previous())
 
 
 # --------------------------------------------------------------------------- sections
@@ -76,7 +76,7 @@ _HEADLINE_TOTALS = {"total_cents": "total", "capacity_gpu_hours": "capacity_gpu_
                     "energy_cost": "energy_cost"}
 
 
-def headline(con, month: str, project: str | None) -> dict:
+def headline(con, month: str, project: str | None, currency: Currency) -> dict:
     """Headline cards, this month against the previous one; no change is shown when either
     month is partial (`coverage["note"]` says which, with its coverage)."""
     prev = previous_month(month)
@@ -93,7 +93,7 @@ def headline(con, month: str, project: str | None) -> dict:
         cur, old = found.get(month), found.get(prev)
         if cur is None:
             return {"cards": [], "current": None, "previous_month": prev, "coverage": covered}
-        shared = (f"; {cur['shared_cents']:,.{places.get()}f} of it charged to projects by their GPU-hours"
+        shared = (f"; {currency.format(cur['shared_cents'])} of it charged to projects by their GPU-hours"
                   if cur["shared_cents"] else "; charged to no project")
         spec = [
             ("total_cents", "Total cost", "money", f"GPU time and energy, {cur['gpus']} GPUs"),
@@ -136,7 +136,7 @@ def headline(con, month: str, project: str | None) -> dict:
         ]
         if cur["share_cents"]:
             spec.append(("share_cents", "Share of unallocated capacity", "money",
-                         f"capacity nobody held, charged by GPU-hours; billed in all {cur['billed_cents']:,.{places.get()}f}"))
+                         f"capacity nobody held, charged by GPU-hours; billed in all {currency.format(cur['billed_cents'])}"))
     cards = []
     for key, label, kind, note in spec:
         previous = old.get(key) if old else None
@@ -257,7 +257,7 @@ def users(con, month: str, project: str | None) -> list[dict]:
     return rows(con, f"""
         SELECT l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, count(*) AS jobs,
                sum(l.gpu_hours) AS gpu_hours,
-               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS density,
+               density(sum(m.seconds_busy), sum(m.seconds_present)) AS density,
                sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost,
                sum(l.gpu_cost) AS gpu_cost, sum(l.energy_cost) AS energy_cost, sum(l.cost) AS cents
         {_JOBS}
@@ -299,7 +299,7 @@ def image_tags(con, month: str, project: str | None) -> dict:
     found = rows(con, f"""
         SELECT m.image_tag, m.tag_status, count(*) AS jobs, count(DISTINCT l.project) AS projects,
                sum(l.gpu_hours) AS gpu_hours,
-               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS density,
+               density(sum(m.seconds_busy), sum(m.seconds_present)) AS density,
                sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost, sum(l.cost) AS cents
         {_JOBS}
         WHERE l.month = ?{where}
@@ -344,7 +344,7 @@ def density(con, month: str, project: str | None) -> dict:
     summary = rows(con, f"""
         SELECT count(*) AS jobs,
                median(m.density) AS median_density,
-               CAST(sum(m.seconds_busy) AS DOUBLE) / nullif(CAST(sum(m.seconds_present) AS DOUBLE), 0) AS overall,
+               density(sum(m.seconds_busy), sum(m.seconds_present)) AS overall,
                count(*) FILTER (WHERE m.density < 0.5) AS low_jobs,
                coalesce(sum(l.gpu_hours) FILTER (WHERE m.density < 0.5), 0) AS low_gpu_hours,
                coalesce(sum(l.cost) FILTER (WHERE m.density < 0.5), 0) AS low_cost,
@@ -442,20 +442,19 @@ def ultralytics_version(tag: str | None) -> str | None:
     return found.group(1) if found else None
 
 
-def ultralytics_versions(con, month: str, project: str | None) -> dict:
+def ultralytics_versions(con, month: str, project: str | None, currency: Currency) -> dict:
     """The rows of the named query ultralytics_version_share for the audience: per version the
     jobs, GPU-hours (ledger tenths) and their share, cost (ledger cents), the runs that
     finished an epoch, their epochs and epochs per GPU-hour; '(unknown)' last. Totals are sums
     of the rows."""
     found = query_rows(con, VERSION_QUERY, month, project)
-    zero = money.round_cents(Decimal(0), places.get())
     return {"rows": found, "known": sum(1 for r in found if r["ultralytics_version"] != UNKNOWN_VERSION),
             "jobs": sum(r["jobs"] for r in found), "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
-            "cents": sum((r["cost"] for r in found), zero), "epochs": sum(r["epochs"] for r in found),
+            "cents": sum((r["cost"] for r in found), currency.zero), "epochs": sum(r["epochs"] for r in found),
             "runs_with_epochs": sum(r["runs_with_epochs"] for r in found)}
 
 
-def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
+def breakers(con, month: str, project: str | None, tz: ZoneInfo, currency: Currency) -> dict:
     """Breaker candidates (stalled stretches) and what a pause would have saved: every
     stretch with its cost (`cents`, the rows adding up to the total), and the saving net of
     the false stops (`net_cents`: the stretches whose job did not improve its loss later by
@@ -469,7 +468,7 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
         ORDER BY cost DESC, job_id, stretch_start""", [month, *params])
     for r in found:
         r["start"], r["end"] = local_time(r.pop("stretch_start"), tz), local_time(r.pop("stretch_end"), tz)
-    minor_shares(found, "cost", "cents")
+    minor_shares(found, "cost", "cents", currency)
     # GPU-hours to the tenth the same way, so the stretches add up to the printed total
     for r, tenths in zip(found, money.to_cents([Decimal(repr(r["gpu_hours"] or 0.0)) for r in found], 1)):
         r["gpu_hours"] = tenths
@@ -482,11 +481,11 @@ def breakers(con, month: str, project: str | None, tz: ZoneInfo) -> dict:
             "false_stops": len(found) - len(kept)}
 
 
-def policies(con, month: str, project: str | None, timezone: str, currency: str) -> dict:
+def policies(con, month: str, project: str | None, timezone: str, currency: Currency) -> dict:
     """What the stopping policies would have saved (yolocost.whatif): each policy's totals, per
     project (admin report) each policy's figures side by side, and the jobs that would have
     saved the most. A project report reads only its own jobs' rows."""
-    found = whatif.collect(con, month, project, timezone=timezone, currency=currency, limit=None)
+    found = whatif.collect(con, month, project, timezone=timezone, currency=currency.code, limit=None)
     if found is None:
         return {"policies": [], "projects": [], "jobs": [], "jobs_total": 0, "resolution": ""}
     projects: dict[str, dict] = {}
@@ -495,7 +494,7 @@ def policies(con, month: str, project: str | None, timezone: str, currency: str)
             entry = projects.setdefault(row["project"], {"project": row["project"], "bucket": row["bucket"],
                                                          "by_policy": {}})
             entry["by_policy"][p["policy"]] = row
-    zero = {"jobs_stopped": 0, "false_positives": 0, "gpu_hours": Decimal("0.0"), "cost": money.round_cents(0, places.get())}
+    zero = {"jobs_stopped": 0, "false_positives": 0, "gpu_hours": Decimal("0.0"), "cost": currency.zero}
     for entry in projects.values():
         for p in found["policies"]:
             entry["by_policy"].setdefault(p["policy"], zero)
@@ -530,7 +529,7 @@ def tag_violations(con, month: str, project: str | None) -> dict:
             "cents": sum((s["cents"] for s in by_status), Decimal(0))}
 
 
-def unallocated(con, month: str) -> dict:
+def unallocated(con, month: str, currency: Currency) -> dict:
     """Admin only: capacity nobody held, per GPU model (ledger sums: GPU time and the energy
     idle GPUs drew, the '(unallocated)' row of the project table) and per host (GPU time: each
     model's unallocated GPU cents and tenths of GPU-hours shared over its hosts by their exact
@@ -569,11 +568,10 @@ def unallocated(con, month: str) -> dict:
         t[0] += r["unallocated_cost"]
         t[1] += r["unallocated_gpu_hours"]
         t[2] += r["capacity_gpu_hours"]
-    zero = money.round_cents(Decimal(0), places.get())
     for h in hosts:
         cents, unallocated_tenths, capacity_tenths = shared.get((h["hostname"], h["gpu_model"]),
-                                                                [zero, Decimal("0.0"), Decimal("0.0")])
-        h["cents"] = money.round_cents(cents, places.get())
+                                                                [currency.zero, Decimal("0.0"), Decimal("0.0")])
+        h["cents"] = money.round_cents(cents, currency.places)
         h["unallocated_gpu_hours"] = unallocated_tenths
         h["capacity_gpu_hours"] = capacity_tenths
     hosts.sort(key=lambda h: (-h["cents"], -h["unallocated_gpu_hours"], h["hostname"], h["gpu_model"]))
@@ -584,48 +582,7 @@ def unallocated(con, month: str) -> dict:
             "gpu_cents": sum((h["cents"] for h in hosts), Decimal(0))}
 
 
-# --------------------------------------------------------------------------- all of it
-
-
-def collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
-    """Every section of one audience's report."""
-    token = places.set(money.minor_unit(currency))
-    try:
-        return _collect(con, month, project, timezone=timezone, grain_seconds=grain_seconds, currency=currency)
-    finally:
-        places.reset(token)
-
-
-def _collect(con, month: str, project: str | None, *, timezone: str, grain_seconds: int, currency: str) -> dict:
-    tz = ZoneInfo(timezone)
-    report: dict[str, Any] = {
-        "headline": headline(con, month, project),
-        "trend": trend(con, month, project),
-        "daily": daily(con, month, project),
-        "users": users(con, month, project),
-        "gpu_models": gpu_models(con, month, project),
-        "image_tags": image_tags(con, month, project),
-        "density": density(con, month, project),
-        "idle_waste": idle_waste(con, month, project),
-        "user_waste": waste.user_waste(con, month, project, TOP),
-        "leaderboard": leaderboard(con, month, project, timezone, grain_seconds),
-        "tag_comparison": image_tag_comparison(con, month, project),
-        "versions": ultralytics_versions(con, month, project),
-        "breakers": breakers(con, month, project, tz),
-        "policies": policies(con, month, project, timezone, currency),
-        "tag_violations": tag_violations(con, month, project),
-    }
-    if project is None:
-        report["projects"] = projects(con, month)
-        report["unallocated"] = unallocated(con, month)
-        report["gpu_fit"] = gpufit.jobs_that_fit(con, month, None, places.get(), TOP)
-    report["rate_card"] = ratecard.rate_card(con, month, project, currency)
-    report["jobs"] = None if project is None else job_table(con, month, project, timezone, currency)
-    # a configuration on an image tag the tag policy rejects is never recommended (actions._value)
-    rejected = {t for (t,) in con.execute("SELECT DISTINCT image_tag FROM mart_tag_violations WHERE month = ?",
-                                          [month]).fetchall()}
-    for row in report["leaderboard"]:
-        row["tag_ok"] = row["image_tag"] not in rejected
-    report["actions"] = actions(report, project, currency)
-    report["policy_notes"] = policy_notes(report, currency)
-    return report
+def rejected_tags(con, month: str) -> set[str]:
+    """The image tags of the month's jobs that the tag policy rejects (mart_tag_violations)."""
+    return {t for (t,) in con.execute("SELECT DISTINCT image_tag FROM mart_tag_violations WHERE month = ?",
+                                      [month]).fetchall()}

@@ -32,12 +32,13 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 import duckdb
 
 from ..gpumemory import VENDOR_PREFIX, memory_gib
+from ..money import Currency
 
 FIT_MARGIN = Decimal("0.8")  # the peak may use at most this share of the smaller GPU's memory
 MIB_PER_GIB = 1024
@@ -95,7 +96,7 @@ class Job:
     gpus: int = 1  # GPUs it held in the month (mart_job_month.gpus)
 
 
-def smaller_gpu(job: Job, book: PriceBook, places: int) -> dict | None:
+def smaller_gpu(job: Job, book: PriceBook, currency: Currency) -> dict | None:
     """The note for one job-month (see the module's doc), or None."""
     model = job.gpu_models
     if not model or "," in model or job.mem_peak_mib is None or job.last_interval is None:
@@ -135,21 +136,22 @@ def smaller_gpu(job: Job, book: PriceBook, places: int) -> dict | None:
         return None
     _, candidate, gib, price = best
     difference = own_price - price
-    saving = (difference * job.gpu_hours).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    saving = currency.round(difference * job.gpu_hours)
     fit = {"model": candidate, "memory_gib": gib, "own_memory_gib": own_gib, "peak_gib": float(peak) / MIB_PER_GIB,
            "price": price, "own_price": own_price, "difference": difference, "saving": saving}
-    fit.update(note_texts(fit, places))
+    fit.update(note_texts(fit, currency))
     return fit
 
 
-def note_texts(fit: dict, places: int) -> dict[str, str]:
+def note_texts(fit: dict, currency: Currency) -> dict[str, str]:
     """The note in words: `text` ('fits NVIDIA L4: 1.95 less per GPU-hour, 23.40 over the job')
     and `detail` (the memory and prices behind it, for a title or a footnote)."""
     from .ratecard import price_text
 
+    places = currency.places
     return {"difference_text": price_text(fit["difference"], places),
             "text": (f"fits {fit['model']}: {price_text(fit['difference'], places)} less per GPU-hour, "
-                     f"{fit['saving']:,.{places}f} over the job"),
+                     f"{currency.format(fit['saving'])} over the job"),
             "detail": (f"peak {fit['peak_gib']:,.1f} GiB of the {fit['own_memory_gib']} GiB GPU; "
                        f"{fit['model']} has {fit['memory_gib']} GiB "
                        f"(the peak is at most {FIT_MARGIN * 100:.0f} % of it); "
@@ -166,7 +168,7 @@ JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id
 WHERE l.month = ?{where}"""
 
 
-def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | None, places: int,
+def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | None, currency: Currency,
                   top: int) -> dict:
     """The section `gpu_fit`: every job-month of the audience that fits a smaller GPU, the
     largest saving first: the first `top` as `rows`, the rest summed as `other` (or None), and
@@ -180,16 +182,15 @@ def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | Non
     for values in cur.fetchall():
         r = dict(zip(names, values))
         fit = smaller_gpu(Job(r["gpu_models"], r["mem_peak_mib"], r["gpu_seconds"], r["seconds_present"],
-                              r["last_interval"], Decimal(r["gpu_hours"]), r["exact_gpu_cost"], r["gpus"]), book, places)
+                              r["last_interval"], Decimal(r["gpu_hours"]), r["exact_gpu_cost"], r["gpus"]), book, currency)
         if fit is not None:
             found.append({k: r[k] for k in ("job_id", "project", "bucket", "user_name", "model_type", "gpu_models")}
                          | {"gpu_hours": Decimal(r["gpu_hours"]), "fit": fit})
     found.sort(key=lambda j: (-j["fit"]["saving"], -j["fit"]["difference"], j["job_id"]))
-    zero = Decimal(0).quantize(Decimal(1).scaleb(-places))
 
     def summed(items: list[dict]) -> dict:
         return {"jobs": len(items), "gpu_hours": sum((j["gpu_hours"] for j in items), Decimal("0.0")),
-                "saving": sum((j["fit"]["saving"] for j in items), zero)}
+                "saving": sum((j["fit"]["saving"] for j in items), currency.zero)}
 
     rest = found[top:]
     return {"rows": found[:top], "other": summed(rest) if rest else None, "margin": float(FIT_MARGIN),

@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from .. import money
+from ..money import Currency
 from ..csvsafe import csv_safe
 from . import gpufit
 from .listing import LANDSCAPE, aligned
@@ -96,7 +97,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         r["fits"] = gpufit.smaller_gpu(gpufit.Job(r["gpu_models"], r["mem_peak_mib"], r.pop("gpu_seconds"),
                                                   r["seconds_present"], r.pop("last_interval"),
                                                   Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost"), r.pop("gpus")),
-                                      book, places)
+                                      book, Currency(currency))
         busy += Decimal(r.pop("seconds_busy") or 0)
         present += Decimal(r.pop("seconds_present") or 0)
         r["start"] = _when(start, tz)
@@ -145,10 +146,7 @@ def listing(table: dict) -> dict:
     """The job list as aligned text lines for the PDF (listing.aligned): `header`, `blocks`
     of row lines, the `rule` and `total` lines, and the `font_size` (pt, at most 7) that
     fits the widest line on a landscape A4 page."""
-    places = table["places"]
-
-    def cash(v) -> str:
-        return f"{v:,.{places}f}"
+    cash = Currency(table["currency"]).format
 
     cells = []
     for j in table["rows"]:

@@ -14,6 +14,8 @@ import math
 import unicodedata
 from typing import Sequence
 
+from ..money import Currency
+
 # a half-width character of a monospaced font is 0.5 em wide, a line 1.25 em high
 LANDSCAPE = (768 / 0.5, 470 / 1.25)  # characters and lines at 1 pt: 271 x 176 mm, A4 landscape less the header
 PORTRAIT = (521 / 0.5, 700 / 1.25)   # 184 x 247 mm, A4 portrait less the margins and the header
@@ -59,7 +61,7 @@ TAG_HEADER = ("Model type", "GPU model", "GPUs", "Image tag", "Runs", "Epochs", 
 _TAG_RIGHT = frozenset(TAG_HEADER[4:])
 
 
-def tag_comparison(section: dict, places: int) -> dict:
+def tag_comparison(section: dict, currency: Currency) -> dict:
     """The image tag comparison's printed rows (each group's `printed_per_group` fastest, then
     a line saying how many slower tags the HTML has) as aligned text on portrait A4, with the
     same figures as the HTML table (the template's number and money formats)."""
@@ -75,7 +77,7 @@ def tag_comparison(section: dict, places: int) -> dict:
                 str(x["runs"]), str(x["epochs"]), number(x["gpu_hours"]), number(x["epochs_per_gpu_hour"], 2),
                 number(x["peak_mem_gib"], 2), number(x["median_peak_mem_gib"], 2),
                 "" if x["fits_per_gpu"] is None else str(x["fits_per_gpu"]),
-                money(x["cost"], "", places), money(x["cost_per_epoch"], "", places),
+                money(x["cost"], currency), money(x["cost_per_epoch"], currency),
                 "fastest" if fastest else ("" if x["speed_vs_fastest_pct"] is None else f"{x['speed_vs_fastest_pct']:+.1f} %"),
                 "" if fastest or x["memory_vs_fastest_pct"] is None else f"{x['memory_vs_fastest_pct']:+.1f} %"))
         elif x["rank_in_group"] == ends + 1:
@@ -84,5 +86,5 @@ def tag_comparison(section: dict, places: int) -> dict:
                          f"{x['gpu_model_short'] or ''} (not printed: see the HTML report) …",))
     n = len(section["rows"])
     total = ("Total", "", "", f"{n} tag{'' if n == 1 else 's'}", str(section["runs"]), str(section["epochs"]),
-             number(section["gpu_hours"]), "", "", "", "", money(section["cents"], "", places), "", "", "")
+             number(section["gpu_hours"]), "", "", "", "", money(section["cents"], currency), "", "", "")
     return aligned(TAG_HEADER, rows, total, _TAG_RIGHT, PORTRAIT, heading_pt=260)

@@ -24,6 +24,7 @@ from typing import Iterator, Mapping
 
 from markupsafe import Markup
 
+from ..atomic import commit, discard, temporary_beside
 from ..errors import YolocostError
 from . import paper
 
@@ -150,12 +151,12 @@ class Printer:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         for out, tmp, _ in self._pending:
-            tmp.unlink(missing_ok=True)
+            discard(tmp)
         self._pending.clear()
 
     def submit(self, html: str, out: Path, charts: Mapping[str, dict] | None = None) -> None:
         """Print the page to `out`, its chart slots filled with `charts` (name: description)."""
-        tmp = out.with_name(f".{out.name}.tmp")
+        tmp = temporary_beside(out)
         charts = dict(charts or {})
         if self._pool is None:
             self._count(_print(html, tmp, charts))
@@ -179,5 +180,5 @@ class Printer:
                 except concurrent.futures.BrokenExecutor:
                     raise YolocostError("printing a PDF failed: a WeasyPrint worker process died") from None
             self._pending.pop(0)
-            os.replace(tmp, out)
+            commit(tmp, out)
             yield out

@@ -10,7 +10,6 @@ data.py so that trend.py and data.py each import it, not each other.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 from decimal import Decimal
 from typing import Any, Sequence
@@ -24,9 +23,6 @@ from ..errors import YolocostError
 SHARE = ledger.SHARE
 # capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
 NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
-
-# decimals of the report currency's minor unit, set by data.collect for the sections it reads
-places: contextvars.ContextVar[int] = contextvars.ContextVar("places", default=2)
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence = ()) -> list[dict[str, Any]]:
@@ -55,13 +51,14 @@ def dec(value) -> Decimal:
     return Decimal(0) if value is None else Decimal(value)
 
 
-def minor_shares(items: list[dict], key: str, out: str, total: Decimal | None = None) -> None:
-    """Round items[key] to cents into items[out] so that they add up: to `total` (already in
-    cents) when given, else to the rounded sum. Largest remainder (yolocost.money)."""
+def minor_shares(items: list[dict], key: str, out: str, currency: money.Currency, total: Decimal | None = None) -> None:
+    """Round items[key] to `currency`'s minor unit into items[out] so that they add up: to
+    `total` (already in cents) when given, else to the rounded sum. Largest remainder
+    (yolocost.money)."""
     if not items:
         return
     amounts = [dec(i[key]) for i in items]
-    unit = places.get()
+    unit = currency.places
     parts = money.to_cents(amounts, unit) if total is None else money.distribute(amounts, total, unit)
     for item, part in zip(items, parts):
         item[out] = part

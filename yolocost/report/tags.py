@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from .. import money
+from ..money import Currency
 from . import listing
 from .gpufit import short_name
-from .reading import places, query_rows
+from .reading import query_rows
 
 TAG_COMPARISON_QUERY = "image_tag_comparison"  # queries/: the section's rows, whole
 TAG_COMPARISON_PRINTED = 3  # the PDF prints each model type x GPU model's fastest this many tags
 
 
-def image_tag_comparison(con, month: str, project: str | None) -> dict:
+def image_tag_comparison(con, month: str, project: str | None, currency: Currency) -> dict:
     """Image tags compared: the rows of the named query image_tag_comparison (per model type x
     GPU model x image tag with a run that finished an epoch in the month: runs, epochs,
     GPU-hours, epochs per GPU-hour, peak memory, fits per GPU, ledger cents and cost per epoch
@@ -44,13 +44,12 @@ def image_tag_comparison(con, month: str, project: str | None) -> dict:
         r["versus"] = tag_versus(r)
     for r in found:
         r["group_size"] = sizes[(r["model_type"], r["gpu_model"], r["gpus"])]
-    zero = money.round_cents(Decimal(0), places.get())
     section = {"rows": found, "groups": len(groups), "printed_per_group": TAG_COMPARISON_PRINTED,
                "runs": sum(r["runs"] for r in found),
                "epochs": sum(r["epochs"] for r in found),
                "gpu_hours": sum((r["gpu_hours"] for r in found), Decimal("0.0")),
-               "cents": sum((r["cost"] for r in found), zero)}
-    section["listing"] = listing.tag_comparison(section, places.get())  # the PDF's rows, as text
+               "cents": sum((r["cost"] for r in found), currency.zero)}
+    section["listing"] = listing.tag_comparison(section, currency)  # the PDF's rows, as text
     return section
 
 

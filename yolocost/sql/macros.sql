@@ -1,11 +1,36 @@
--- Macros the named queries (queries/*.sql) and the reports share, kept in every database file
--- yolocost writes (yolocost.db.create_definitions, in each write's transaction), so that a
--- named query run with the duckdb command line on the file finds them too.
---
--- DuckDB resolves the tables of a macro when it creates it, and the tables these read (the
--- ledger, the marts) exist only once a build has made them. So each names its tables in a
--- parameter with a default, read through query_table(): the macro can be created with the raw
--- tables, and a call finds the tables of the moment (of the types they have then).
+-- Macros the SQL models (sql/staging, intermediate, marts), the named queries (queries/*.sql)
+-- and the reports share, kept in every database file yolocost writes
+-- (yolocost.db.create_definitions, in each write's transaction, before the models are built),
+-- so that a named query run with the duckdb command line on the file finds them too.
+
+-- The measures' arithmetic, each written once so that every model, query and report that
+-- shows a measure computes it alike. A scalar macro is its expression put in place of the
+-- call: a figure computed through one has the bits of the expression written out. Each is one
+-- DOUBLE division, meant for exact sums (integer or DECIMAL seconds and energy): sum first,
+-- then convert, so that a figure does not depend on the order its rows were added in.
+
+-- hours(seconds): seconds as hours (GPU-hours from GPU-seconds, wall-clock hours).
+CREATE OR REPLACE MACRO hours(seconds) AS CAST(seconds AS DOUBLE) / 3600;
+
+-- density(busy_seconds, present_seconds): effective compute density, the share of the GPU's
+-- present time it was busy (above the busy threshold); NULL where no time was present. Called
+-- on sums, so that it is a ratio of sums (every interval weighs what it lasted), not a mean.
+CREATE OR REPLACE MACRO density(busy_seconds, present_seconds) AS
+    CAST(busy_seconds AS DOUBLE) / nullif(CAST(present_seconds AS DOUBLE), 0);
+
+-- kwh(energy_mj): energy in millijoules (DCGM's energy counter, gpu_usage.energy_mj) as kWh
+-- (1 kWh = 3.6e9 mJ).
+CREATE OR REPLACE MACRO kwh(energy_mj) AS CAST(energy_mj AS DOUBLE) / 3.6e9;
+
+-- kwh_of_joules(energy_j): energy in joules (the power readings times the present seconds,
+-- stg_gpu_usage.power_energy_j, the energy counter's cross-check) as kWh (1 kWh = 3.6e6 J).
+CREATE OR REPLACE MACRO kwh_of_joules(energy_j) AS CAST(energy_j AS DOUBLE) / 3.6e6;
+
+-- The table macros below read tables. DuckDB resolves the tables of a macro when it creates
+-- it, and the tables these read (the ledger, the marts) exist only once a build has made them.
+-- So each names its tables in a parameter with a default, read through query_table(): the
+-- macro can be created with the raw tables, and a call finds the tables of the moment (of the
+-- types they have then).
 
 -- minor_unit(): the currency's minor unit as the cent ledger stores money. ledger_charges.cost
 -- is DECIMAL(38, places); `unit` is one minor unit as a value of that type (coalesce takes the
@@ -39,7 +64,7 @@ SELECT
     count(*) AS runs,
     avg(j.map50 ORDER BY j.job_id) AS mean_map50,
     avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
-    avg(epoch(j.last_interval) - epoch(j.first_interval) + grain_seconds ORDER BY j.job_id) / 3600
+    hours(avg(epoch(j.last_interval) - epoch(j.first_interval) + grain_seconds ORDER BY j.job_id))
         AS mean_training_hours,
     avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours,
     max(j.mem_peak_mib) AS peak_mem_mib,

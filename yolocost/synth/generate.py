@@ -174,13 +174,12 @@ MAX_SCALE = 250  # 250 x the demo fleet: 12,000 GPUs (210 gives the 10,000-GPU b
 def check_arguments(month: str, timezone: str, scale: float) -> None:
     """The month, time zone and scale as a user gives them; a bad one is a one-line error."""
     import math
-    import re
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     from ..errors import YolocostError
+    from ..monthstr import Month, is_month
 
-    if not isinstance(month, str) or not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month) \
-            or not 1971 <= int(month[:4]) <= 9998:
+    if not is_month(month) or not 1971 <= Month.parse(month).year <= 9998:
         raise YolocostError(f"--month must be a month YYYY-MM from 1971-01 to 9998-12, got {month!r}")
     try:
         ZoneInfo(timezone)

@@ -19,6 +19,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..atomic import replacing
 from . import expected
 from .constants import SAMPLE_SECONDS
 from .generate import METRICS
@@ -298,13 +299,10 @@ class Written:
 
 def write_openmetrics(sc: Scenario, path: Path) -> Written:
     """Write the scenario's series as OpenMetrics text (atomically: a temp file, then renamed)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+    with replacing(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         w = _Writer(fh, sc)
         per_device = _write_dcgm(w, sc)
         _write_ksm(w, sc)
         _write_runner(w, sc)
         fh.write("# EOF\n")
-    tmp.replace(path)
     return Written(w.series, w.samples, per_device)

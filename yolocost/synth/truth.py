@@ -26,7 +26,9 @@ _FIELDS = ("seconds", "busy", "idle", "energy")  # accumulated per (GPU model, o
 
 
 def money(value: Fraction) -> str:
-    """A Fraction as a decimal string rounded half-even to 12 places."""
+    """A Fraction as a decimal string rounded half-even to 12 places: the ground truth the
+    tests compare the marts and the ledger with, so it is computed apart from yolocost.money
+    on purpose (how amounts are shown is yolocost.money.Currency's)."""
     q = round(value * 10**12)  # round() on a Fraction rounds half to even
     sign = "-" if q < 0 else ""
     q = abs(q)

@@ -7,10 +7,10 @@ start, one every SAMPLE_SECONDS, and grain intervals are UTC epoch multiples of 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from ..monthstr import Month
 from .constants import GRAIN_SECONDS, SAMPLE_SECONDS
 
 UTC = dt.timezone.utc
@@ -18,10 +18,6 @@ UTC = dt.timezone.utc
 
 def _local_midnight(day: dt.date, tz: ZoneInfo) -> int:
     return int(dt.datetime(day.year, day.month, day.day, tzinfo=tz).timestamp())
-
-
-def _first_of_next_month(day: dt.date) -> dt.date:
-    return dt.date(day.year + (day.month == 12), day.month % 12 + 1, 1)
 
 
 def iso_utc(epoch: int) -> str:
@@ -41,22 +37,19 @@ class Window:
 
     @classmethod
     def for_month(cls, month: str, timezone: str) -> "Window":
-        if not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
-            raise ValueError(f"month must read YYYY-MM, got {month!r}")
+        this = Month.parse(month, "month")
         tz = ZoneInfo(timezone)
-        first = dt.date(int(month[:4]), int(month[5:]), 1)
-        nxt = _first_of_next_month(first)
+        first, nxt = this.first_day, this.next().first_day
         day_before = first - dt.timedelta(days=1)
         day_after = nxt + dt.timedelta(days=1)
         start, end = _local_midnight(day_before, tz), _local_midnight(day_after, tz)
         if start % GRAIN_SECONDS or end % GRAIN_SECONDS:
             raise ValueError(f"time zone {timezone}: local midnight is not on the {GRAIN_SECONDS} s grain")
-        prev = day_before.replace(day=1)
         months = []
-        for m0 in (prev, first, nxt):
-            m1 = _first_of_next_month(m0)
-            lo, hi = max(start, _local_midnight(m0, tz)), min(end, _local_midnight(m1, tz))
-            months.append((f"{m0:%Y-%m}", lo, hi))
+        for touched in (this.previous(), this, this.next()):
+            lo = max(start, _local_midnight(touched.first_day, tz))
+            hi = min(end, _local_midnight(touched.next().first_day, tz))
+            months.append((str(touched), lo, hi))
         return cls(month, timezone, start, end, _local_midnight(first, tz), _local_midnight(nxt, tz), tuple(months))
 
     @property
@@ -77,7 +70,7 @@ class Window:
     def local(self, day_offset: int, hour: int, minute: int = 0, second: int = 0) -> int:
         """Epoch of a local wall time `day_offset` days after the first of the month."""
         tz = ZoneInfo(self.timezone)
-        day = dt.date(int(self.month[:4]), int(self.month[5:]), 1) + dt.timedelta(days=day_offset)
+        day = Month.parse(self.month, "month").first_day + dt.timedelta(days=day_offset)
         return int(dt.datetime(day.year, day.month, day.day, hour, minute, second, tzinfo=tz).timestamp())
 
     def local_date_midnight(self, iso_date: str) -> int:

@@ -2,7 +2,8 @@
 -- GPU, energy and total cost, energy, peak memory) rolled up once for every grouping the
 -- per-dimension marts report, so each measure has a single definition. grouping_set names the
 -- grouping: month_project | month_project_user | month_project_image_tag | day_project_gpu_model.
--- Columns not in a row's grouping are NULL. density = busy seconds / present seconds. Idle
+-- Columns not in a row's grouping are NULL. density = busy seconds / present seconds (the
+-- conversions and the ratio are the macros of sql/macros.sql: hours, density, kwh). Idle
 -- waste counts held time only: it is NULL on rows of unallocated capacity.
 -- materialized: by month
 SELECT
@@ -25,14 +26,14 @@ SELECT
     string_agg(DISTINCT j.image_digest, ', ' ORDER BY j.image_digest) AS image_digests,
     sum(u.seconds_present) AS seconds_present,
     sum(u.gpu_seconds) AS gpu_seconds,
-    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
-    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
-    CAST(sum(u.idle_gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600 AS idle_gpu_hours,
+    hours(sum(u.gpu_seconds)) AS gpu_hours,
+    density(sum(u.seconds_busy), sum(u.seconds_present)) AS density,
+    hours(sum(u.idle_gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated')) AS idle_gpu_hours,
     sum(u.idle_cost) FILTER (WHERE u.bucket <> 'unallocated') AS idle_cost,
     sum(u.gpu_cost) AS gpu_cost,
     sum(u.energy_cost) AS energy_cost,
     sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
-    CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
+    kwh(sum(u.energy_mj)) AS energy_kwh,
     max(u.mem_peak_mib) AS mem_peak_mib
 FROM int_usage_gpu_day AS u
 LEFT JOIN int_jobs AS j ON j.job_id = u.job_id

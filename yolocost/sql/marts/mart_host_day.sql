@@ -8,12 +8,12 @@ SELECT
     u.hostname,
     u.gpu_model,
     count(DISTINCT u.gpu_uuid) AS gpus,
-    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS capacity_gpu_hours,
-    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated') AS DOUBLE) / 3600, 0) AS attributed_gpu_hours,
-    coalesce(CAST(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unallocated') AS DOUBLE) / 3600, 0) AS unallocated_gpu_hours,
+    hours(sum(u.gpu_seconds)) AS capacity_gpu_hours,
+    coalesce(hours(sum(u.gpu_seconds) FILTER (WHERE u.bucket <> 'unallocated')), 0) AS attributed_gpu_hours,
+    coalesce(hours(sum(u.gpu_seconds) FILTER (WHERE u.bucket = 'unallocated')), 0) AS unallocated_gpu_hours,
     sum(u.gpu_cost) AS capacity_cost,
     coalesce(sum(u.gpu_cost) FILTER (WHERE u.bucket = 'unallocated'), 0) AS unallocated_cost,
-    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
+    density(sum(u.seconds_busy), sum(u.seconds_present)) AS density,
     min(u.first_interval) AS first_interval,
     max(u.last_interval) AS last_interval
 FROM int_usage_gpu_day AS u

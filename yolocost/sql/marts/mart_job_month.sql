@@ -20,17 +20,17 @@ SELECT
     sum(u.seconds_idle) AS seconds_idle,
     sum(u.gpu_seconds) AS gpu_seconds,
     sum(u.idle_gpu_seconds) AS idle_gpu_seconds,
-    CAST(sum(u.gpu_seconds) AS DOUBLE) / 3600 AS gpu_hours,
-    CAST(sum(u.idle_gpu_seconds) AS DOUBLE) / 3600 AS idle_gpu_hours,
-    CAST(sum(u.seconds_busy) AS DOUBLE) / nullif(CAST(sum(u.seconds_present) AS DOUBLE), 0) AS density,
+    hours(sum(u.gpu_seconds)) AS gpu_hours,
+    hours(sum(u.idle_gpu_seconds)) AS idle_gpu_hours,
+    density(sum(u.seconds_busy), sum(u.seconds_present)) AS density,
     sum(u.gpu_cost) AS gpu_cost,
     sum(u.energy_cost) AS energy_cost,
     sum(u.gpu_cost) + sum(u.energy_cost) AS cost,
     sum(u.idle_cost) AS idle_cost,
     sum(u.energy_mj) AS energy_mj,
-    CAST(sum(u.energy_mj) AS DOUBLE) / 3.6e9 AS energy_kwh,
+    kwh(sum(u.energy_mj)) AS energy_kwh,
     sum(u.power_energy_j) AS power_energy_j,
-    CAST(sum(u.power_energy_j) AS DOUBLE) / 3.6e6 AS power_energy_kwh,
+    kwh_of_joules(sum(u.power_energy_j)) AS power_energy_kwh,
     max(u.mem_peak_mib) AS mem_peak_mib
 FROM int_usage_gpu_day AS u
 JOIN int_jobs AS j ON j.job_id = u.job_id

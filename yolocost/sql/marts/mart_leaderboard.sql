@@ -12,7 +12,7 @@ SELECT
     count(DISTINCT j.project) AS projects,
     avg(j.map50 ORDER BY j.job_id) AS mean_map50,
     avg(j.map50_95 ORDER BY j.job_id) AS mean_map50_95,
-    avg(epoch(j.last_interval) - epoch(j.first_interval) + s.grain_seconds ORDER BY j.job_id) / 3600 AS mean_training_hours,
+    hours(avg(epoch(j.last_interval) - epoch(j.first_interval) + s.grain_seconds ORDER BY j.job_id)) AS mean_training_hours,
     avg(j.gpu_hours ORDER BY j.job_id) AS mean_gpu_hours,
     max(j.mem_peak_mib) AS peak_mem_mib,
     avg(j.density ORDER BY j.job_id) AS mean_density,

@@ -33,14 +33,14 @@ SELECT
             s.idle_reclaim_seconds / 60, s.idle_reclaim_util_percent, coalesce(s.idle_reclaim_grace_seconds, 0) / 60,
             s.idle_reclaim_protect_seconds / 60)
         ELSE printf('stop a job after %g h under %g %% utilization with its training loss improving by less than %g',
-            s.breaker_min_seconds / 3600, s.breaker_util_percent, s.breaker_loss_delta)
+            hours(s.breaker_min_seconds), s.breaker_util_percent, s.breaker_loss_delta)
     END AS rule,
     s.grain_seconds,
     coalesce(r.jobs_replayed, 0) AS jobs_replayed,
     coalesce(t.jobs_stopped, 0) AS jobs_stopped,
     coalesce(t.false_positives, 0) AS false_positives,
     coalesce(t.saved_gpu_seconds, 0) AS saved_gpu_seconds,
-    CAST(coalesce(t.saved_gpu_seconds, 0) AS DOUBLE) / 3600 AS saved_gpu_hours,
+    hours(coalesce(t.saved_gpu_seconds, 0)) AS saved_gpu_hours,
     coalesce(t.saved_gpu_cost, 0) AS saved_gpu_cost,
     coalesce(t.saved_energy_cost, 0) AS saved_energy_cost,
     coalesce(t.saved_cost, 0) AS saved_cost

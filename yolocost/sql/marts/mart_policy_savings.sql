@@ -182,7 +182,7 @@ SELECT
     d.grain_seconds,
     d.saved_intervals,
     d.saved_gpu_seconds,
-    CAST(d.saved_gpu_seconds AS DOUBLE) / 3600 AS saved_gpu_hours,
+    hours(d.saved_gpu_seconds) AS saved_gpu_hours,
     d.saved_gpu_cost,
     d.saved_energy_cost,
     d.saved_gpu_cost + d.saved_energy_cost AS saved_cost,
