@@ -21,7 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -46,7 +46,8 @@ def _finite(text: str) -> float:
     return value
 
 
-_TYPES = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": _finite, "DATE": dt.date.fromisoformat}
+_TYPES: dict[str, Callable[[str], Any]] = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": _finite,
+                                           "DATE": dt.date.fromisoformat}
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,7 @@ def _cell(value: Any) -> str:
             return f"{value:.3g}"
         return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
     if isinstance(value, decimal.Decimal):
-        return f"{value:,.2f}" if value.as_tuple().exponent <= -2 else f"{value:,}"
+        return f"{value:,.2f}" if int(value.as_tuple().exponent) <= -2 else f"{value:,}"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, (list, tuple, dict)):

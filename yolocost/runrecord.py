@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .errors import DataError
 
@@ -27,6 +27,10 @@ def now() -> dt.datetime:
     return dt.datetime.now(UTC)
 
 
+@overload
+def iso(value: dt.datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
 def iso(value: dt.datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 

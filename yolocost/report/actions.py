@@ -45,7 +45,7 @@ def actions(report: dict, project: str | None, currency: str) -> list[dict]:
     def cash(value) -> str:
         return f"{cents(value):,.{places}f} {currency}"
 
-    out = []
+    out: list[dict] = []
     jobs = report["idle_waste"]["jobs"][:3]
     if jobs:
         amount = sum((cents(j["idle_cost"]) for j in jobs), cents(0))
