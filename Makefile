@@ -94,9 +94,11 @@ focus-validator:
 test: install-test test-deps focus-validator lint
 	FOCUS_VALIDATOR_VENV=$(abspath $(FOCUS_VENV)) $(BIN)/python -m pytest
 
-# pyflakes' checks and syntax errors (pyproject.toml [tool.ruff]); ruff comes with the test extra
+# pyflakes' checks and syntax errors (pyproject.toml [tool.ruff]), then the package's type check
+# (pyproject.toml [tool.mypy]); ruff and mypy come with the test extra
 lint: install-test
 	$(BIN)/ruff check yolocost tests benchmarks
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) $(FOCUS_VENV) yolocost-demo .pytest_cache

@@ -279,7 +279,7 @@ class _Parser:
             raise self.fail(key, f"must not be negative, got {value}")
         if amount >= MAX_PRICE:
             raise self.fail(key, f"must be below {MAX_PRICE:,}, got {value}")
-        if amount.as_tuple().exponent < -6:
+        if int(amount.as_tuple().exponent) < -6:
             raise self.fail(key, f"at most 6 decimal places, got {value}")
         return amount
 
@@ -395,7 +395,7 @@ class _Parser:
             raise self.fail("ingest.grain_seconds", f"must be whole minutes dividing an hour (60..3600), got {grain}")
 
         for probe in (dt.datetime(2026, 1, 15), dt.datetime(2026, 7, 15)):
-            offset = ZoneInfo(timezone).utcoffset(probe).total_seconds()
+            offset = ZoneInfo(timezone).utcoffset(probe).total_seconds()  # type: ignore[union-attr]  # never None
             if offset % grain:
                 raise self.fail(
                     "ingest.grain_seconds",

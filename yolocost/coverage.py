@@ -22,7 +22,7 @@ from typing import Callable
 import duckdb
 
 from .config import Config
-from .db import check_grain, check_stored_cluster
+from .db import check_grain, check_stored_cluster, one_row
 from .errors import DataError, YolocostError
 from .sqltext import literal
 
@@ -87,10 +87,11 @@ def check_times(con: duckdb.DuckDBPyConnection, config: Config, start: dt.dateti
                         f"{_at(first)} (GPU {gpu}); refused")
     if start is None:
         return
-    n, first, last = con.execute(f"""
+    assert end is not None  # a window has both ends or neither
+    n, first, last = one_row(con.execute(f"""
         SELECT count(*), min(interval_start), max(interval_start) FROM incoming_gpu_usage
         WHERE interval_start < {literal(start)} OR interval_start >= {literal(end)}
-    """).fetchone()
+    """))
     if n:
         raise DataError(f"{where}: {n:,} usage row(s) outside the window {_at(start)} to {_at(end)} "
                         f"(from {_at(first)} to {_at(last)}); refused")
@@ -103,8 +104,8 @@ def data_span(con: duckdb.DuckDBPyConnection, config: Config, where: str) -> tup
     database holds usage rows of the cluster: replacing the span would delete them, and which
     window the files mean is then for the user to say (--window)."""
     grain = config.grain_seconds
-    start, end = con.execute(f"SELECT min(interval_start), max(interval_start) + to_seconds({grain}) "
-                             "FROM incoming_gpu_usage").fetchone()
+    start, end = one_row(con.execute(f"SELECT min(interval_start), max(interval_start) + to_seconds({grain}) "
+                                     "FROM incoming_gpu_usage"))
     if start is None:
         return None, None
     hole = con.execute(f"""
@@ -134,7 +135,7 @@ def lost_rows(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime
     """What replacing the cluster's window would delete and not put back: the stored rows whose
     GPU-interval is not among the incoming rows (one anti-join): (rows, GPUs, hosts, first and
     last interval, GPU-hours, first GPUs, first hosts); rows is 0 if none."""
-    return con.execute(f"""
+    return one_row(con.execute(f"""
         WITH lost AS (
             SELECT s.gpu_uuid, s.hostname, s.interval_start, s.seconds_present
             FROM (SELECT * FROM gpu_usage WHERE cluster = {literal(config.cluster)}
@@ -146,7 +147,7 @@ def lost_rows(con: duckdb.DuckDBPyConnection, config: Config, start: dt.datetime
                hours(coalesce(sum(seconds_present), 0)),
                list_sort(list(DISTINCT gpu_uuid))[1:{NAMED}], list_sort(list(DISTINCT hostname))[1:{NAMED}]
         FROM lost
-    """).fetchone()
+    """))
 
 
 def describe_loss(config: Config, lost: tuple) -> str:

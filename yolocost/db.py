@@ -38,7 +38,7 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
             raise YolocostError(f"{path}: cannot create the database's folder: {exc.strerror}") from None
     _check_is_duckdb(path)
     try:
-        options = {"enable_external_access": False} if sandboxed else {}
+        options: dict = {"enable_external_access": False} if sandboxed else {}
         options.update(NO_EXTENSION_DOWNLOADS)
         if not read_only:
             options["storage_compatibility_version"] = STORAGE_VERSION
@@ -68,6 +68,14 @@ def connect(path: Path | str, *, read_only: bool = False, sandboxed: bool = Fals
 # only the ones built into the package (parquet, icu, json).
 NO_EXTENSION_DOWNLOADS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+
+
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple:
+    """The row of a query that always returns one (an aggregate's, count(*)): fetchone() is
+    typed as a row or None."""
+    row = result.fetchone()
+    assert row is not None
+    return row
 
 
 def _check_is_duckdb(path: Path) -> None:
@@ -391,7 +399,7 @@ def check_grain(con: duckdb.DuckDBPyConnection, config: Config) -> None:
     stored = con.execute("SELECT grain_seconds FROM settings LIMIT 1").fetchone()
     if stored is None or stored[0] == config.grain_seconds:
         return
-    if con.execute("SELECT count(*) FROM gpu_usage").fetchone()[0] == 0:
+    if one_row(con.execute("SELECT count(*) FROM gpu_usage"))[0] == 0:
         return  # nothing cut at the old grain yet
     where = config.source or "the config"
     raise YolocostError(

@@ -52,7 +52,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import duckdb
 
@@ -357,7 +357,7 @@ def _cheapest(history: Sequence[Run], request: Request, config: Config, today: d
               eprice: Decimal) -> Alternative | None:
     """Among the runs of the request's family with a final mAP50, the configuration (model
     type, GPU model, GPU count, image size) with the lowest expected cost per mAP50 point."""
-    groups: dict[tuple, list[Run]] = {}
+    groups: dict[tuple[str, str | None, int | None, int | None], list[Run]] = {}
     for run in history:
         if family(run.model_type) == family(request.model_type) and run.map50 is not None and run.map50 > 0 \
                 and (run.epochs or request.epochs is None):
@@ -366,8 +366,9 @@ def _cheapest(history: Sequence[Run], request: Request, config: Config, today: d
     for key in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k)):
         runs = groups[key]
         cost = _median([_price(r, request, config, today, eprice, imgsz=False).cost for r in runs])
-        map50 = statistics.fmean(r.map50 for r in runs)
+        map50 = statistics.fmean(cast(float, r.map50) for r in runs)  # each > 0 (the groups')
         per_point = _per_point(cost, map50)
+        assert per_point is not None  # map50 > 0
         if best is None or per_point < best.cost_per_map50_point:
             same = all(getattr(request, f) in (None, v) for f, v in zip(("model_type", "gpu_model", "gpus", "imgsz"), key))
             best = Alternative(*key, len(runs), cost, map50, per_point, same)
@@ -450,6 +451,7 @@ def summary_line(est: Estimate) -> str:
     """One line: the range and what it rests on (the bench runner prints it before training)."""
     if not est.found:
         return est.notes[0]
+    assert est.cost is not None and est.gpu_hours is not None and est.level is not None  # found
     cur = est.currency
     runs = f"{len(est.runs)} run{'s' if len(est.runs) != 1 else ''}"
     return (f"estimate {_amount(est.cost.low, cur)}-{_amount(est.cost.high, cur)} {cur} (central "
@@ -470,8 +472,9 @@ def to_table(est: Estimate) -> str:
     if not est.found:
         lines.append(est.notes[0])
         return "\n".join(lines) + "\n"
+    assert est.level is not None  # found
     cur = est.currency
-    rows = [("", "low", "central", "high"),
+    rows: list[tuple] = [("", "low", "central", "high"),
             ("GPU-hours", *(f"{_hours(getattr(est.gpu_hours, k)):,.2f}" for k in ("low", "central", "high"))),
             (f"cost ({cur})", *(_amount(getattr(est.cost, k), cur) for k in ("low", "central", "high")))]
     widths = column_widths(rows)
@@ -556,6 +559,7 @@ def before_run(config: Config, request: Request, limit: CostLimit | None, now: d
         return
     if not result.found:
         raise YolocostError(f"--max-cost: {summary_line(result)}; {refuse}")
+    assert result.cost is not None  # found
     shown = Currency(result.currency)
     high = shown.round(result.cost.high)
     if high > limit.amount:

@@ -155,7 +155,7 @@ class MonthCents:
 
     @property
     def cents(self) -> tuple[Decimal, ...]:
-        return tuple(r.cost for r in self.rows)
+        return tuple(ledger.rounded(r.cost) for r in self.rows)
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,8 @@ def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
     zero = Decimal(0).scaleb(-places)
     projects: dict[str, Decimal] = {}
     for r in rows:
-        projects[r.project] = projects.get(r.project, zero) + r.cost
-    total = sum((r.cost for r in rows), zero)
+        projects[r.project] = projects.get(r.project, zero) + ledger.rounded(r.cost)
+    total = sum((ledger.rounded(r.cost) for r in rows), zero)
     exact_total = sum((r.exact_cost for r in rows), Decimal(0))
     quantum = Decimal(1).scaleb(-places)
     return MonthCents(month, cluster, timezone, currency, tuple(rows), tags,
@@ -250,7 +250,7 @@ def _next_day(day: dt.date) -> dt.date:
     return day + dt.timedelta(days=1)
 
 
-def _fixed(value: Decimal | None, quantum: Decimal) -> str:
+def _fixed(value: Decimal | int | None, quantum: Decimal) -> str:
     """A decimal as plain digits with a fixed number of decimals ('' for None)."""
     if value is None:
         return ""
@@ -261,7 +261,7 @@ def _fixed(value: Decimal | None, quantum: Decimal) -> str:
 def _price(value: Decimal) -> str:
     """A unit price as configured: its own decimals (up to 9, as the ledger holds it), at least two."""
     out = Decimal(value).quantize(_NANO).normalize()
-    return f"{out.quantize(Decimal('0.01')) if out.as_tuple().exponent > -2 else out:f}"
+    return f"{out.quantize(Decimal('0.01')) if int(out.as_tuple().exponent) > -2 else out:f}"
 
 
 def _float(value: float | None, decimals: int = 6) -> str:

@@ -100,7 +100,7 @@ def _child(work: Callable[[Progress], T], reader, writer, parent: int) -> None:
             writer.send(message)
 
     try:
-        answer = ("done", work(lambda line: send(("say", line))))
+        answer: tuple = ("done", work(lambda line: send(("say", line))))
     except BaseException as exc:  # noqa: BLE001 - every error goes back to the parent
         answer = ("error", _crossing(exc), traceback.format_exc())
     try:

@@ -40,6 +40,7 @@ from typing import Callable, Sequence
 import duckdb
 
 from . import money
+from .db import one_row
 from .sqltext import values
 
 USAGE = "usage"
@@ -152,6 +153,12 @@ class JobCents:
 # --------------------------------------------------------------------------- rounding
 
 
+def rounded(figure: Decimal | None) -> Decimal:
+    """A rounded row's figure (cost, gpu_hours): None only before round_month."""
+    assert figure is not None
+    return figure
+
+
 def _hours(seconds: Decimal | None) -> Decimal:
     """Exact hours (to 60 digits: a tenth-of-an-hour boundary is never misread)."""
     with localcontext() as ctx:
@@ -181,8 +188,8 @@ def round_month(rows: Sequence[Charge], places: int) -> list[Charge]:
         out[i] = replace(out[i], gpu_hours=h)
     # idle time is part of the row's time and its cost part of the row's GPU cost: rounded
     # separately, a fully idle row could show a cent or a tenth more idle than in all
-    idle = _capped(held, idle, [out[i].cost for i in held], rows)
-    idle_hours = _capped(held, idle_hours, [out[i].gpu_hours for i in held], rows)
+    idle = _capped(held, idle, [rounded(out[i].cost) for i in held], rows)
+    idle_hours = _capped(held, idle_hours, [rounded(out[i].gpu_hours) for i in held], rows)
     for i, c, h in zip(held, idle, idle_hours):
         out[i] = replace(out[i], idle_cost=c, idle_gpu_hours=h)
     return out
@@ -224,7 +231,7 @@ def share_unallocated(rows: Sequence[Charge], places: int) -> list[Charge]:
             fractions = [x / whole for x in w]
             # each share's cents are its exact amount rounded down or up (never further), so a
             # share row, like every other, is within a cent of its price x quantity
-            cents = money.distribute([r.exact_cost * f for f in fractions], r.cost, places)
+            cents = money.distribute([r.exact_cost * f for f in fractions], rounded(r.cost), places)
         q9 = Decimal("0.000000001")
         q6 = Decimal("0.000001")
         for name, f, c, h in zip(names, fractions, cents, tenths):
@@ -246,12 +253,12 @@ def job_cents(month: str, charges: Sequence[Charge], jobs: Sequence[tuple], plac
             continue
         t = totals.setdefault((r.bucket, r.project), [Decimal(0)] * 5)
         if r.charge_kind == "gpu":
-            t[0] += r.cost
+            t[0] += rounded(r.cost)
             t[2] += r.idle_cost or 0
             t[3] += r.gpu_hours or 0
             t[4] += r.idle_gpu_hours or 0
         else:
-            t[1] += r.cost
+            t[1] += rounded(r.cost)
     by_project: dict[tuple, list[tuple]] = {}
     for j in sorted(jobs, key=lambda j: j[0]):
         by_project.setdefault((j[1], j[2]), []).append(j)
@@ -313,7 +320,7 @@ MONTH_TOTALS = f"""
 def month_totals(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:
     """The month's ledger totals (see MONTH_TOTALS) by name, or None when it holds no row of it."""
     cur = con.execute(MONTH_TOTALS, [month])
-    found = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    found = dict(zip([d[0] for d in cur.description], one_row(cur)))
     return found if found["rows"] else None
 
 
@@ -373,12 +380,12 @@ def _tables(con: duckdb.DuckDBPyConnection, places: int, months: Sequence[str]) 
     made anew when it holds no month but `months`."""
     con.execute(CHARGES_TABLE.format(places=places))
     con.execute(JOBS_TABLE.format(places=places))
-    kind = con.execute("SELECT data_type FROM information_schema.columns WHERE table_catalog = current_database() "
-                       "AND table_schema = 'main' AND table_name = 'ledger_charges' AND column_name = 'cost'"
-                       ).fetchone()[0]
+    kind = one_row(con.execute(
+        "SELECT data_type FROM information_schema.columns WHERE table_catalog = current_database() "
+        "AND table_schema = 'main' AND table_name = 'ledger_charges' AND column_name = 'cost'"))[0]
     if kind != f"DECIMAL(38,{places})":
         listed = ", ".join(f"'{_month_re(m)}'" for m in months) or "NULL"
-        kept = con.execute(f"SELECT count(*) FROM ledger_charges WHERE month NOT IN ({listed})").fetchone()[0]
+        kept = one_row(con.execute(f"SELECT count(*) FROM ledger_charges WHERE month NOT IN ({listed})"))[0]
         if kept:
             raise ValueError("ledger_charges holds months in another currency")  # months.check_settings refuses first
         con.execute("DROP TABLE ledger_charges")

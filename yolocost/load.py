@@ -61,7 +61,7 @@ def load_parquet_dir(config: Config, directory: Path, progress: Progress = lambd
 
 def touched(config: Config, start: dt.datetime | None, end: dt.datetime | None) -> list[str]:
     """The months whose usage rows a write of [start, end) replaced (none: an empty load)."""
-    return [] if start is None else months.months_between(config, start, end)
+    return [] if start is None or end is None else months.months_between(config, start, end)
 
 
 def rebuild_database(config: Config, month: str | None = None,
@@ -122,10 +122,10 @@ def _stage(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     checks = [(c, f"{_q(c)} IS NOT NULL AND {cast[c]} IS NULL",
                "holds {n} value(s) that are not a valid {t} (NaN, infinite or out of range)") for c in cast]
     checks += [(c, f"{cast[c]} IS NULL", "is missing (null/NaN) or not a valid {t} in {n} row(s)") for c in not_null]
-    counts = con.execute(
+    counts = db.one_row(con.execute(
         "SELECT " + ", ".join(f"count(*) FILTER (WHERE {cond})" for _, cond, _ in checks) + " FROM read_parquet(?)",
         [str(path)],
-    ).fetchone()
+    ))
     for (c, _, what), n in zip(checks, counts):
         if n:
             raise DataError(f"{path}: {c} " + what.format(n=n, t=types[c]))
@@ -188,9 +188,11 @@ def _replaced_window(con: duckdb.DuckDBPyConnection, config: Config, directory: 
     where = str(directory / RAW_FILES["gpu_usage"][0])
     coverage.check_database(con, config)
     coverage.check_cluster(con, config, where)
-    coverage.check_times(con, config, *(window or (None, None)), where, now)
+    # the ignore: mypy cannot star a union of 2-tuples (a window, or no ends)
+    coverage.check_times(con, config, *(window or (None, None)), where, now)  # type: ignore[call-arg]
     start, end = window or coverage.data_span(con, config, where)
     if start is not None:
+        assert end is not None  # a window has both ends or neither
         coverage.check_nothing_lost(
             con, config, start, end, lacking=f"{where} holds no rows for", allow_loss=allow_loss, progress=progress,
             advice="Load files that hold them, or give the window they replace with --window START END",
@@ -220,7 +222,7 @@ def replace_window(
     if not checked:
         _check_usage(con, config, where("gpu_usage"))
         _check_side_tables(con, where, staged)
-    rows = con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+    rows = db.one_row(con.execute("SELECT count(*) FROM incoming_gpu_usage"))[0]
     months.check_not_archived(con, config, start, end, where("gpu_usage"))
     if start is not None:
         progress(f"replacing {rows:,} usage rows from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC")
@@ -238,7 +240,7 @@ def replace_window(
         else:
             con.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM incoming_{table})")
         con.execute(f"INSERT INTO {table} SELECT * FROM incoming_{table}")
-    jobs = con.execute("SELECT count(*) FROM incoming_jobs").fetchone()[0] if "jobs" in staged else 0
+    jobs = db.one_row(con.execute("SELECT count(*) FROM incoming_jobs"))[0] if "jobs" in staged else 0
     con.execute(f"INSERT INTO loads VALUES (now(), {literal(source)}, {literal(start)}, {literal(end)}, {rows})")
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
     for table in staged:  # an ingest stages its usage rows as a view of its scratch files

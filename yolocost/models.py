@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 import duckdb
 
+from .db import one_row
 from .errors import YolocostError
 from .resources import SQL_DIR
 from .sqltext import literal
@@ -166,8 +167,8 @@ def _replace_months(con: duckdb.DuckDBPyConnection, model: Model, months: Sequen
     built = {r[0]: r[1] for r in con.execute(f"DESCRIBE {model.sql}").fetchall()}
     changed = [c for c, kind in built.items() if c in stored and stored[c] != kind]
     # rows of other months (archived ones among them), which this build keeps as they are
-    kept = con.execute(f"SELECT count(*) FROM main.{name} WHERE NOT coalesce(month IN ({listed}), false)"
-                       ).fetchone()[0] if stored else 0
+    kept = one_row(con.execute(
+        f"SELECT count(*) FROM main.{name} WHERE NOT coalesce(month IN ({listed}), false)"))[0] if stored else 0
     if changed and kept:
         raise YolocostError(
             f"{name}: column(s) {', '.join(changed)} changed type in this version, and the table holds "

@@ -144,7 +144,7 @@ def round_cents(amount: Decimal | int, places: int = 2) -> Decimal:
     return _cents_value(cents, places)
 
 
-def _sum(values: Sequence[Decimal]) -> Decimal:
+def _sum(values: Sequence[Decimal | int]) -> Decimal:
     total = Decimal(0)
     for value in values:
         total = _CONTEXT.add(total, value)

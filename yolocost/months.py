@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from .config import Config
+from .db import one_row
 from .errors import DataError, YolocostError
 from .monthstr import Month
 from .resources import SQL_DIR
@@ -118,6 +119,7 @@ def check_not_archived(con: duckdb.DuckDBPyConnection, config: Config, start: dt
     """Refuse a write of usage rows into an archived month: its figures are final."""
     if start is None:
         return
+    assert end is not None  # a window has both ends or neither
     kept = archived(con)
     hit = [m for m in months_between(config, start, end) if m in kept]
     if hit:
@@ -142,8 +144,8 @@ def check_settings(con: duckdb.DuckDBPyConnection, config: Config) -> None:
 
 def has_rows(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> bool:
     start, end = window(config, month)
-    return con.execute(f"SELECT count(*) > 0 FROM gpu_usage WHERE interval_start >= {literal(start)} "
-                       f"AND interval_start < {literal(end)}").fetchone()[0]
+    return one_row(con.execute(f"SELECT count(*) > 0 FROM gpu_usage WHERE interval_start >= {literal(start)} "
+                               f"AND interval_start < {literal(end)}"))[0]
 
 
 def raw_months(con: duckdb.DuckDBPyConnection, config: Config) -> list[str]:
@@ -177,9 +179,9 @@ def plan(con: duckdb.DuckDBPyConnection, config: Config, touched: list[str] | No
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the database has the table `name` (in main): a new file has no models yet."""
-    return bool(con.execute(
+    return bool(one_row(con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_catalog = current_database() "
-        f"AND table_schema = 'main' AND table_name = {literal(name)}").fetchone()[0])
+        f"AND table_schema = 'main' AND table_name = {literal(name)}"))[0])
 
 
 def record(con: duckdb.DuckDBPyConnection, config: Config, months: list[str]) -> None:
@@ -317,9 +319,9 @@ def _build_row(con: duckdb.DuckDBPyConnection, month: str) -> tuple | None:
 
 def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
     """Whether `table` has `column` (a database built by an older yolocost may lack it)."""
-    return bool(con.execute(
+    return bool(one_row(con.execute(
         "SELECT count(*) FROM information_schema.columns WHERE table_catalog = current_database() AND "
-        f"table_schema = 'main' AND table_name = {literal(table)} AND column_name = {literal(column)}").fetchone()[0])
+        f"table_schema = 'main' AND table_name = {literal(table)} AND column_name = {literal(column)}"))[0])
 
 
 def stale(con: duckdb.DuckDBPyConnection, config: Config, month: str) -> list[tuple[str, str]] | None:
@@ -546,7 +548,7 @@ def _count(con: duckdb.DuckDBPyConnection, table: str, month: str, start: dt.dat
         where = f"month = {literal(month)}"
     else:
         return 0
-    return con.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
+    return one_row(con.execute(f"SELECT count(*) FROM {table} WHERE {where}"))[0]
 
 
 def prune_database(config: Config, *, dry_run: bool = False, strict: bool = True, now: dt.datetime | None = None,

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 
@@ -40,7 +40,8 @@ def _finite(text: str) -> float:
     return value
 
 
-_TYPES = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": _finite, "DATE": dt.date.fromisoformat}
+_TYPES: dict[str, Callable[[str], Any]] = {"VARCHAR": str, "MONTH": _month, "INTEGER": int, "DOUBLE": _finite,
+                                           "DATE": dt.date.fromisoformat}
 
 
 @dataclass(frozen=True)

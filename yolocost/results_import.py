@@ -159,6 +159,7 @@ def _epoch_times(run: _Run, progress: Progress = lambda _: None) -> dict[int, dt
                 known = dt.datetime.fromtimestamp(end - (last - row["time"]), UTC)
             times[row["epoch"]] = known
         if timed:
+            assert last is not None  # timed[-1]'s
             end -= last  # this process's start: the previous one ended before it
     if len(stretches) > 1 and any(run.record is None or run.record.epoch_ended(r["epoch"]) is None
                                   for s in stretches[:-1] for r in s):
@@ -179,6 +180,7 @@ def _result(run: _Run) -> tuple | None:
 
 def _job(run: _Run, config: Config) -> tuple:
     rec = run.record
+    assert rec is not None  # a run imported as a job has a record
     labels = rec.labels
     digest = labels.get("image_digest") or None
     tag = labels.get("image_tag") or (None if digest else "")  # as the ingest reads job-info labels

@@ -13,7 +13,7 @@ import datetime as dt
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .atomic import replacing
 from .errors import DataError
@@ -27,6 +27,10 @@ def now() -> dt.datetime:
     return dt.datetime.now(UTC)
 
 
+@overload
+def iso(value: dt.datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
 def iso(value: dt.datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 

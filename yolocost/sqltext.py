@@ -25,7 +25,7 @@ def literal(value: object) -> str:
     if isinstance(value, Decimal):
         if not value.is_finite():
             raise ValueError(f"no SQL literal for {value}")
-        scale = max(0, -value.as_tuple().exponent)
+        scale = max(0, -int(value.as_tuple().exponent))
         return f"'{value:f}'::DECIMAL(38, {min(scale, 38)})"
     if isinstance(value, str):
         return "(" + " || chr(0) || ".join("'" + part.replace("'", "''") + "'" for part in value.split("\0")) + ")"

@@ -128,8 +128,8 @@ class StoreProbe:
         """Rounds of series to probe, each of different GPUs, spread over the sorted series."""
         rounds: list[list[dict[str, str]]] = []
         for labels in spread(util_series):
-            gpu = gpu_of(labels).gpu_uuid
-            home = next((r for r in rounds if len(r) < PROBE_GPUS and all(gpu_of(x).gpu_uuid != gpu for x in r)), None)
+            gpu = _gpu_uuid(labels)
+            home = next((r for r in rounds if len(r) < PROBE_GPUS and all(_gpu_uuid(x) != gpu for x in r)), None)
             if home is None:
                 rounds.append(home := [])
             home.append(labels)
@@ -261,13 +261,13 @@ class StoreProbe:
         for s in answer:
             labels = by_key.get(tuple(sorted(_without_name(s["metric"]).items())))
             if labels is not None:
-                gpu = gpu_of(labels).gpu_uuid
+                gpu = _gpu_uuid(labels)
                 raw[gpu] = raw.get(gpu, 0.0) + sum(float(v) for _, v in s["values"])
         inside = (interval_start >= self.start) & (interval_start < span_end)
         for gpu, held in sorted(raw.items()):
             found = float(samples[inside & (gpu_uuid == gpu)].sum())
             if held > 0 and found + uncounted.get(gpu, 0) < held:
-                series = next(s for s in facts.series if gpu_of(s).gpu_uuid == gpu)
+                series = next(s for s in facts.series if _gpu_uuid(s) == gpu)
                 raise DataError(
                     f"the grain queries at {self.where} found {found:g} samples of GPU {gpu} from "
                     f"{at_epoch(self.start)} to {at_epoch(span_end)} where its series {_short(series)} holds {held:g}: "
@@ -275,5 +275,12 @@ class StoreProbe:
                 )
 
 
-def _bounds(left_open: bool) -> str:
+def _bounds(left_open: bool | None) -> str:
     return "left-open" if left_open else "closed"
+
+
+def _gpu_uuid(labels: dict[str, str]) -> str:
+    """The GPU of a series that names one (the probe's series all do)."""
+    gpu = gpu_of(labels)
+    assert gpu is not None
+    return gpu.gpu_uuid

@@ -76,7 +76,7 @@ def _cell(value: Any) -> str:
             return f"{value:.3g}"
         return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
     if isinstance(value, decimal.Decimal):
-        return f"{value:,.2f}" if value.as_tuple().exponent <= -2 else f"{value:,}"
+        return f"{value:,.2f}" if int(value.as_tuple().exponent) <= -2 else f"{value:,}"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, (list, tuple, dict)):

@@ -74,7 +74,8 @@ def collect(con: duckdb.DuckDBPyConnection, month: str, project: str | None, *, 
     if not policies:
         return None
     scope, params = ("", []) if project is None else (" AND project = ? AND bucket = 'project'", [project])
-    replayed = con.execute(f"SELECT count(*) FROM mart_job_month WHERE month = ?{scope}", [month, *params]).fetchone()[0]
+    replayed = db.one_row(con.execute(f"SELECT count(*) FROM mart_job_month WHERE month = ?{scope}",
+                                      [month, *params]))[0]
     stopped = _rows(con, f"""
         SELECT policy, job_id, project, bucket, coalesce(user_name, '(no user)') AS user_name, model_type,
                trigger_start, stop_at, saved_intervals, saved_gpu_seconds, saved_cost, false_positive, fp_reason

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from wsgiref.simple_server import WSGIServer
 
 from ..attribution import sanitize
 from ..config import Labels
@@ -61,7 +62,7 @@ class JobMetrics:
         self.job_id = job_id
         self.names = served_names(label_names)
         self.registry = CollectorRegistry()
-        self.server = None
+        self.server: WSGIServer | None = None
         gauge = lambda name, doc, labels: Gauge(name, doc, labels, registry=self.registry)  # noqa: E731
         self.info = gauge("yolocost_job_info", "1 while the job holds this GPU; its labels describe the job.",
                           ("job_id", *self.names.values(), *OTHER_INFO_LABELS))
@@ -93,7 +94,7 @@ class JobMetrics:
             self.info.labels(**common, UUID=gpu.uuid, GPU_I_ID=gpu.instance or "").set(1)
         self.start.labels(self.job_id).set(started.timestamp())
 
-    def epoch(self, epoch: int, ended: dt.datetime, values: dict[str, float]) -> None:
+    def epoch(self, epoch: int, ended: dt.datetime, values: dict[str, float | None]) -> None:
         for name, value in values.items():
             self.epoch_metric.labels(self.job_id, str(epoch), name).set(value if value is not None else math.nan)
         self.epoch_end.labels(self.job_id, str(epoch)).set(ended.timestamp())

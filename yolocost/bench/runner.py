@@ -119,7 +119,7 @@ def train_args(opts: BenchOptions, run_dir: Path, data: Path) -> dict[str, Any]:
 class _NvmlOnce:
     """NVML opened at most once per run, on first need; the failure is remembered too."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.session: Nvml | None = None
         self.error: NvmlUnavailable | None = None
 
@@ -131,6 +131,7 @@ class _NvmlOnce:
                 self.error = exc
         if self.error is not None:
             raise self.error
+        assert self.session is not None
         return self.session
 
     def close(self) -> None:
@@ -192,8 +193,10 @@ def _run_locked(opts: BenchOptions, run_dir: Path, progress: Progress) -> tuple[
             "trained": "training had finished: validating the best weights",
         }.get(state, f"training {record.model} from scratch") + f", GPUs held: {', '.join(g.uuid for g in gpus) or 'none'}")
         with _Reporting(opts, record, attempt, run_dir, metrics, progress) as report, _sigterm_interrupts():
+            started = parse_time(record.start_time)
+            assert started is not None  # set when the attempt began
             report.metrics.hold({**record.labels, "epochs": str(record.epochs), "imgsz": str(record.imgsz),
-                                 "batch": str(record.batch)}, gpus, hostname, parse_time(record.start_time))
+                                 "batch": str(record.batch)}, gpus, hostname, started)
             if opts.gpu_sampler:
                 report.sample_gpus(gpus, nvml, hostname)
             report.republish()

@@ -46,7 +46,7 @@ def check_nothing_lost(con: duckdb.DuckDBPyConnection, start: dt.datetime, end: 
         progress=progress, advice="Is its retention shorter than the window, or does [prometheus] selector leave "
         "them out? Ingest a window it still holds",
     )
-    earliest = con.execute("SELECT min(interval_start) FROM incoming_gpu_usage").fetchone()[0]
+    earliest = db.one_row(con.execute("SELECT min(interval_start) FROM incoming_gpu_usage"))[0]
     if earliest is None:
         progress(f"warning: Prometheus at {where} holds no GPU samples in the window")
     elif earliest > start + dt.timedelta(hours=1):

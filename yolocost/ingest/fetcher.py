@@ -64,7 +64,7 @@ def fetch(config: Config, start: int, end: int, spill: Spill, progress: Progress
         if note:
             progress(f"warning: {note}")
         scrape = config.prometheus.scrape_interval_seconds
-        notes = [(at, at + config.grain_seconds, "uncounted", host, gpu, n, n * scrape, None)
+        notes: list[tuple] = [(at, at + config.grain_seconds, "uncounted", host, gpu, n, n * scrape, None)
                  for (host, gpu, at), n in sorted(fetcher.uncounted.items(), key=lambda kv: (kv[0][2], kv[0][1]))]
         notes += [(start, end, "partial", None, None, None, None, w) for w in client.warnings[:1]]
     finally:

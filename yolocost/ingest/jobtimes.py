@@ -11,6 +11,7 @@ import duckdb
 
 from .. import months
 from ..config import Config
+from ..db import one_row
 
 
 def job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int, window_end: int) -> None:
@@ -20,8 +21,8 @@ def job_times(con: duckdb.DuckDBPyConnection, config: Config, window_start: int,
     (mart_job_month), so earlier months' rows are not (a month's build reads its own only)."""
     since = window_start
     if months.has_table(con, "mart_job_month"):
-        first = con.execute("SELECT min(month) FROM mart_job_month WHERE job_id IN (SELECT job_id FROM incoming_jobs)"
-                            ).fetchone()[0]
+        first = one_row(con.execute(
+            "SELECT min(month) FROM mart_job_month WHERE job_id IN (SELECT job_id FROM incoming_jobs)"))[0]
         if first is not None:
             since = min(since, int(months.window(config, first)[0].timestamp()))
     con.execute(f"""

@@ -145,6 +145,7 @@ class GrainPipeline:
         while self.backlog and len(self.running) < self.limit:
             chunk, name, kind, fn, args = self.backlog.popleft()
             if not chunk.dropped:
+                assert self.pool is not None  # run() is going
                 self.running[self.pool.submit(self._fetch, chunk, name, kind, fn, args)] = (chunk, name, kind)
 
     def _fetch(self, chunk: Chunk, name, kind: str, fn, args):
@@ -154,6 +155,7 @@ class GrainPipeline:
         answer = fn(*args)
         if kind == "plan" or name == "energy_resets":
             return answer
+        assert chunk.points is not None  # from its plan until it completes
         if kind == "raw":
             return self._energy_arrays(chunk.points, answer, *name)
         if kind == "rawutil":
@@ -200,6 +202,7 @@ class GrainPipeline:
         """The plain GPUs' energy once their samples and counters are in: differenced where
         a grain allows it, raw samples asked for the rest."""
         held = chunk.held
+        assert chunk.points is not None
         keys, values, raw = telescoped_energy(
             chunk.points, held["slots"], held["energy_last"], held["energy_count"],
             {uuid_of(r["metric"]) for r in held["energy_resets"]},
@@ -220,6 +223,7 @@ class GrainPipeline:
         profiling metric has other samples than DCGM_FI_DEV_GPU_UTIL (`auto`;
         `GrainQueries.plain_queries`)."""
         held = chunk.held
+        assert chunk.points is not None
         self._check_steps(chunk.points, held["samples"], held["slots"])
         redo = collided(held["samples"], held["slots"])
         if "prof_samples" in held:
@@ -267,6 +271,7 @@ class GrainPipeline:
         elif kind == "part" and name in SERIES_COUNTS:
             chunk.counts[name] = answer
             if len(chunk.counts) == len(SERIES_COUNTS):
+                assert chunk.points is not None
                 chunk.uncounted = self._uncounted(chunk.points, chunk.counts)
         elif kind == "plain" and name in HELD:
             chunk.held[name] = answer
@@ -284,6 +289,7 @@ class GrainPipeline:
         """A chunk all of whose answers are in: its points to `keep`, and none held here after."""
         for gpu, n in chunk.uncounted.items():  # a chunk counts once it is whole (not split)
             self.uncounted[gpu] = self.uncounted.get(gpu, 0) + n
+        assert chunk.points is not None
         columns = chunk.points.keep_chunk(chunk.parts)
         self.keep(chunk.points, columns)
         chunk.parts, chunk.points = [], None

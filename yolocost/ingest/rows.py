@@ -7,12 +7,14 @@ DuckDB scans as they are.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..config import Config
 from ..sqltext import literal
 
-Columns = dict[str, "np.ndarray | Coded"]  # a table as numpy arrays (strings as codes, Coded),
+Columns = dict[str, Any]  # a table as numpy arrays (strings as codes, Coded; Any: the name tells which),
 # which DuckDB scans directly: NaN reads as NULL, datetime64 as TIMESTAMP
 
 
@@ -23,7 +25,7 @@ class Coded:
     Indexing, iterating and `==` behave as on the object array it stands for."""
 
     __slots__ = ("codes", "values")
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as an array: typeshed types it a method
 
     def __init__(self, codes: np.ndarray, values: list):
         self.codes, self.values = codes, values
@@ -38,7 +40,7 @@ class Coded:
         decoded = [None, *self.values]
         return (decoded[c] for c in self.codes.tolist())
 
-    def __eq__(self, other) -> np.ndarray:
+    def __eq__(self, other) -> np.ndarray:  # type: ignore[override]  # elementwise, as on an array
         return np.array([False, *(v == other for v in self.values)], bool)[self.codes]
 
     def sql(self, column: str) -> str:
@@ -83,7 +85,8 @@ def grouped(columns: tuple, start: int, gpus: list, owners: list[str | None], co
     grain, scrape = config.grain_seconds, config.prometheus.scrape_interval_seconds
     uuids = sorted({g.gpu_uuid for g in gpus if g is not None})
     gpu_code = {u: n for n, u in enumerate(uuids)}
-    owner_code = {o: n + 1 for n, o in enumerate(sorted({o for o in owners if o is not None}))}  # 0: nobody's
+    owner_code: dict[str | None, int] = {  # 0: nobody's
+        o: n + 1 for n, o in enumerate(sorted({o for o in owners if o is not None}))}
     series_gpu = np.array([gpu_code[g.gpu_uuid] if g is not None else -1 for g in gpus], np.int64)
     series_owner = np.array([owner_code.get(o, 0) for o in owners], np.int64)
 

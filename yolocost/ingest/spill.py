@@ -94,7 +94,8 @@ class Spill:
     def probed_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(gpu_uuid, interval_start, samples) of the rows of the probed GPUs."""
         parts = self._probed_rows or [(np.zeros(0, object), np.zeros(0, np.int64), np.zeros(0))]
-        return tuple(np.concatenate(column) for column in zip(*parts))
+        gpu_uuid, interval_start, samples = (np.concatenate(column) for column in zip(*parts))
+        return gpu_uuid, interval_start, samples
 
     def stage(self, con: duckdb.DuckDBPyConnection) -> int:
         """`incoming_gpu_usage` of `con`: a view of the files, in the raw table's order (chunks
@@ -107,4 +108,4 @@ class Spill:
         types = con.execute("SELECT column_name, column_type FROM (DESCRIBE gpu_usage)").fetchall()
         select = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in types)
         con.execute(f"CREATE OR REPLACE TEMP VIEW incoming_gpu_usage AS SELECT {select} FROM {source}")
-        return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+        return db.one_row(con.execute("SELECT count(*) FROM incoming_gpu_usage"))[0]

@@ -12,6 +12,7 @@ import duckdb
 
 from ..attribution import JobLabels
 from ..config import Config
+from ..db import one_row
 from ..sqltext import literal
 from .rows import Coded, Columns, coded
 
@@ -64,7 +65,7 @@ def stage_usage(con: duckdb.DuckDBPyConnection, config: Config, rows: Columns) -
                mem_peak AS mem_peak_mib, round(power / samples, 3) AS power_mean_w,
                round(energy) AS energy_mj, round(power_energy * {scrape} * 1000) AS energy_power_mj
         FROM timed""")
-    return con.execute("SELECT count(*) FROM incoming_gpu_usage").fetchone()[0]
+    return one_row(con.execute("SELECT count(*) FROM incoming_gpu_usage"))[0]
 
 
 def stage_jobs(con: duckdb.DuckDBPyConnection, config: Config, labels: dict[str, JobLabels]) -> int:

@@ -87,9 +87,9 @@ def ingest(config: Config, start: dt.datetime, end: dt.datetime, progress: Progr
             )
             set_job_times(con)
             _store_notes(con, config, start, end, fetched.notes)
-            stored = con.execute(f"SELECT count(*) FROM gpu_usage WHERE interval_start >= to_timestamp({s}) "
-                                 f"AND interval_start < to_timestamp({e}) AND cluster = {literal(config.cluster)}"
-                                 ).fetchone()[0]
+            stored = db.one_row(con.execute(
+                f"SELECT count(*) FROM gpu_usage WHERE interval_start >= to_timestamp({s}) "
+                f"AND interval_start < to_timestamp({e}) AND cluster = {literal(config.cluster)}"))[0]
             if stored != rows:  # never commit a window that lost rows on the way in
                 raise DataError(f"the database kept {stored:,} of the {rows:,} usage rows fetched for the window; "
                                 "nothing was changed")

@@ -131,7 +131,7 @@ def parse_formats(spec: str | Sequence[str]) -> list[str]:
     """The formats of a comma-separated list (or a sequence) of FORMATS names or 'all', in
     FORMATS order, deduplicated."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    wanted = set()
+    wanted: set[str] = set()
     for item in (i.strip().lower() for i in items):
         if item == "all":
             wanted.update(FORMATS)
@@ -256,7 +256,7 @@ def _start_printer(printing: contextlib.ExitStack):
     return printing.enter_context(pdf.Printer())
 
 
-def _render_all(config: Config, month: str, audiences: Sequence[str], formats: Sequence[str],
+def _render_all(config: Config, month: str, audiences: Sequence[str], formats: list[str],
                 templates: Path | None, progress: Progress, printing: contextlib.ExitStack) -> ReportResult:
     wants_reports = any(f in REPORT_FORMATS for f in formats)
     con = db.connect(config.database, read_only=True)

@@ -44,7 +44,7 @@ def actions(report: dict, project: str | None, currency: Currency) -> list[dict]
     def cash(value) -> str:
         return currency.format(_dec(value), with_code=True)
 
-    out = []
+    out: list[dict] = []
     jobs = report["idle_waste"]["jobs"][:3]
     if jobs:
         amount = sum((cents(j["idle_cost"]) for j in jobs), cents(0))

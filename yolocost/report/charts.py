@@ -134,8 +134,8 @@ def users(found: list[dict], currency: str, colors: dict[str, str] | None) -> go
     label = (lambda r: f"{esc(r['user_name'])} · {esc(r['project'])}") if admin else (lambda r: esc(r["user_name"]))
     fig = go.Figure(go.Bar(
         y=[label(r) for r in items], x=[_f(r["cents"]) for r in items], orientation="h",
-        marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"], PALETTE[0])) if admin else PALETTE[0]
-                      for r in items],
+        marker_color=[BUCKET_COLORS.get(r["bucket"], colors.get(r["project"], PALETTE[0]))
+                      if colors is not None else PALETTE[0] for r in items],
         customdata=[[r["jobs"], _f(r["gpu_hours"])] for r in items],
         hovertemplate=f"%{{y}}: {_amount('x', currency)}<br>%{{customdata[0]}} jobs, "
                       "%{customdata[1]:,.1f} GPU-hours<extra></extra>",

@@ -107,9 +107,9 @@ def smaller_gpu(job: Job, book: PriceBook, currency: Currency) -> dict | None:
         return None
     if Decimal(job.gpu_seconds) < Decimal(job.seconds_present):  # a MIG slice: a fraction of a GPU
         return None
-    if job.gpu_cost is not None and job.gpu_seconds and book.lowest(model) is not None:
+    if job.gpu_cost is not None and job.gpu_seconds and (lowest := book.lowest(model)) is not None:
         paid = Decimal(job.gpu_cost) * 3600 / Decimal(job.gpu_seconds)  # per GPU-hour, on average
-        if paid < book.lowest(model) * PAID_BELOW:  # a MIG profile with a price of its own
+        if paid < lowest * PAID_BELOW:  # a MIG profile with a price of its own
             return None
     own_gib = memory_gib(model)
     if own_gib is None:
@@ -124,6 +124,7 @@ def smaller_gpu(job: Job, book: PriceBook, currency: Currency) -> dict | None:
     best = None
     for candidate in book.models():
         gib = memory_gib(candidate)
+        assert gib is not None  # book.models() are those of a known memory
         price = book.at(candidate, moment)
         if candidate == model or price is None or gib >= own_gib or price >= own_price:
             continue

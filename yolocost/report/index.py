@@ -46,9 +46,9 @@ class Coverage:
 def coverage(con: duckdb.DuckDBPyConnection, month: str, timezone: str, grain_seconds: int) -> Coverage | None:
     """The month's data coverage from the marts, which archived months keep (None: no data)."""
     with db.models_needed("the month index"):
-        first, last, days = con.execute(
+        first, last, days = db.one_row(con.execute(
             "SELECT min(first_interval), max(last_interval), count(DISTINCT day) FROM mart_host_day WHERE month = ?",
-            [month]).fetchone()
+            [month]))
     if first is None:
         return None
     tz = ZoneInfo(timezone)
@@ -62,7 +62,7 @@ def coverage(con: duckdb.DuckDBPyConnection, month: str, timezone: str, grain_se
     return Coverage(first, last, int(days), month_days, partial, timezone)
 
 
-def human_size(size: int) -> str:
+def human_size(size: float) -> str:
     """Bytes as a reader reads them: '812 B', '4.7 kB', '5.2 MB' (powers of 1000)."""
     if size < 1000:
         return f"{size} B"
@@ -95,7 +95,7 @@ def listing(month: str, files: dict[str, int], slugs: dict[str, str]) -> dict:
         ("Summary", "one page: totals and cost by project", (SUMMARY,)),
         ("Finance CSV", "FOCUS columns, one row per day x project x GPU model", (finance_csv,)),
     ):
-        found = files_of(*wanted)
+        found: list = files_of(*wanted)  # then a project's file names
         if found:
             documents.append({"title": title, "audience": audience, "files": found})
     projects: dict[str, list[str]] = {}

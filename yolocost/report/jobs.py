@@ -36,6 +36,7 @@ import duckdb
 from .. import money
 from ..money import Currency
 from ..csvsafe import csv_safe
+from ..db import one_row
 from . import gpufit
 from .listing import LANDSCAPE, aligned
 
@@ -109,7 +110,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         for key in ("density", "map50", "map50_95"):
             r[key] = _ratio(r[key])
         jobs.append(r)
-    share = con.execute(SHARE_SQL, [month, project]).fetchone()[0]
+    share = one_row(con.execute(SHARE_SQL, [month, project]))[0]
     zero_cents = _minor(0, places)
     table = {
         "rows": jobs,

@@ -32,8 +32,8 @@ def pad(text: str, columns: int, right: bool) -> str:
     return fill + text if right else text + fill
 
 
-def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None, right: set[str],
-            page: tuple[float, float] = LANDSCAPE, heading_pt: float = 150) -> dict:
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None,
+            right: set[str] | frozenset[str], page: tuple[float, float] = LANDSCAPE, heading_pt: float = 150) -> dict:
     """The rows as aligned text: `header`, `blocks` of row lines (the first block leaves
     `heading_pt` points for what stands above it on its page), the `rule` and `total` lines
     (empty without a total) and the `font_size` (pt, at most MAX_PT) at which the widest line

@@ -153,7 +153,7 @@ def _date(value: str) -> dt.datetime:
 class _Numbers:
     """Tick labels with thousands separators and as many decimals as the step needs."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         from matplotlib import ticker
 
         class Formatter(ticker.Formatter):
@@ -201,7 +201,7 @@ def draw(spec: dict, width: int = WIDTH):
     traces = [t for t in spec.get("data") or () if t.get("visible", True) is not False]
     height = int(layout.get("height") or 360)
     fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
-    fig.get_layout_engine().set(w_pad=6 / DPI, h_pad=6 / DPI)
+    fig.get_layout_engine().set(w_pad=6 / DPI, h_pad=6 / DPI)  # type: ignore[union-attr, call-arg]  # a constrained one
     ax = fig.add_subplot()
     xaxis, yaxis = layout.get("xaxis") or {}, layout.get("yaxis") or {}
     bars = [t for t in traces if t.get("type") == "bar"]
@@ -431,7 +431,7 @@ def _legend(fig, ax, twin, traces: Sequence[dict], layout: dict) -> None:
     show = layout.get("showlegend")
     if show is False or not entries or (show is None and len(entries) < 2):
         return
-    handles = []
+    handles: list[Patch | Line2D] = []
     for t in entries:
         marker = t.get("marker") or {}
         if t.get("type") == "bar":

@@ -32,7 +32,7 @@ def price_text(price: Decimal, places: int) -> str:
     """A unit price with the currency's decimals at least, and every further decimal it has
     (0.2134 stays 0.2134; 2.61 is 2.61): a price is never rounded for display."""
     value = Decimal(price).normalize()
-    decimals = max(places, -value.as_tuple().exponent)
+    decimals = max(places, -int(value.as_tuple().exponent))
     return f"{Decimal(price):,.{decimals}f}"
 
 
@@ -79,7 +79,7 @@ def rate_card(con: duckdb.DuckDBPyConnection, month: str, project: str | None, c
 
     def row(period: dict | None, billed: dict | None, sku: str) -> dict:
         period = period or {"price_key": sku.rsplit(" from ", 1)[0], "effective_from": None, "until": None,
-                            "unit_price": Decimal(billed["unit_price"]), "from": "", "to": ""}
+                            "unit_price": Decimal((billed or {})["unit_price"]), "from": "", "to": ""}
         key = period["price_key"]
         out = dict(period, sku_price_id=sku, allocation=(billed or {}).get("allocation") or ledger.USAGE,
                    gpu_model=(billed or {}).get("gpu_model") or (key if key not in (None, DEFAULT_KEY) else ""),

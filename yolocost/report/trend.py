@@ -24,6 +24,7 @@ from typing import Iterable
 import duckdb
 
 from .. import ledger
+from ..db import one_row
 from .reading import project_sums, rows
 
 TREND_MONTHS = 12
@@ -79,7 +80,7 @@ def coverage(con: duckdb.DuckDBPyConnection, months: Iterable[str]) -> dict[str,
     wanted = sorted(set(months))
     if not wanted:
         return {}
-    grain = con.execute("SELECT grain_seconds FROM settings").fetchone()[0]
+    grain = one_row(con.execute("SELECT grain_seconds FROM settings"))[0]
     found = rows(con, f"""
         SELECT month, month_start, month_end, first_interval, data_end, intervals, month_intervals, coverage, partial
         FROM mart_month_coverage WHERE month IN ({', '.join('?' for _ in wanted)}) ORDER BY month""", wanted)

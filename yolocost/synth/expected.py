@@ -57,7 +57,7 @@ def usage_frame(sc: Scenario) -> pd.DataFrame:
     """Expected gpu_usage rows, sorted by interval, host, GPU and owner (unallocated first)."""
     parts = []
     first = sc.first_slot
-    instances = {}
+    instances: dict[str, int] = {}
     for d in sc.devices:
         instances[d.phys.gpu.uuid] = instances.get(d.phys.gpu.uuid, 0) + 1
     deltas = {p.gpu.uuid: energy_deltas(p.present, p.counter) for p in sc.physicals}
@@ -181,7 +181,7 @@ def reported_epochs(sc: Scenario, o: Owner) -> np.ndarray:
 
 def finished_in_window(sc: Scenario, o: Owner) -> bool:
     j = o.plan
-    return j is not None and j.finished and sc.start <= j.end_time < sc.end
+    return j is not None and j.finished and j.end_time is not None and sc.start <= j.end_time < sc.end
 
 
 def progress_table(sc: Scenario, metrics: tuple[str, ...]) -> pa.Table:
@@ -191,6 +191,7 @@ def progress_table(sc: Scenario, metrics: tuple[str, ...]) -> pa.Table:
         o = sc.owners[code]
         for e in reported_epochs(sc, o):
             values = epoch_values(o, int(e))
+            assert o.plan is not None  # an owner with reported epochs is a planned job
             for i in order:
                 ids.append(o.job_id)
                 ts.append(int(o.plan.epoch_ts[e]))
@@ -206,11 +207,13 @@ def progress_table(sc: Scenario, metrics: tuple[str, ...]) -> pa.Table:
 
 def epoch_values(o: Owner, e: int) -> list[float]:
     """The results.csv values of epoch index e, in generate.METRICS order."""
+    assert o.plan is not None
     c = o.plan.curves
     return [float(v) for v in c.losses[e]] + [float(c.map50[e]), float(c.map50_95[e])]
 
 
 def result_values(o: Owner) -> dict[str, float]:
+    assert o.plan is not None
     c = o.plan.curves
     b = c.best_epoch
     return {"map50": float(c.map50[b - 1]), "map50_95": float(c.map50_95[b - 1]), "best_epoch": b}

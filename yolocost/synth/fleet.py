@@ -59,7 +59,7 @@ def gpu_uuid(seed: int, hostname: str, index: int) -> str:
 
 def build_fleet(seed: int, scale: float) -> list[Host]:
     """Hosts of every kind, `scale` times the demo count (at least one of each), sorted by name."""
-    specs = []
+    specs: list[tuple[str, GpuKind, int]] = []
     for kind in KINDS:
         n = max(1, round(kind.hosts * scale))
         width = max(2, len(str(n)))

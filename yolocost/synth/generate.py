@@ -78,7 +78,7 @@ def _usage_table(cluster: str, host: Host, parts: list[tuple[int, GrainRows]], j
 
 
 def _jobs_table(cluster: str, jobs: list[PlannedJob], window: Window) -> pa.Table:
-    rows = {name: [] for name in tables.JOBS.names}
+    rows: dict[str, list] = {name: [] for name in tables.JOBS.names}
     for j in jobs:
         p, lab = j.run.placement, j.labels
         rows["job_id"].append(j.job_id)
@@ -147,6 +147,7 @@ def zombie_truth(jobs: list[PlannedJob], window: Window) -> list[dict]:
         z, tl, p = j.run.placement.spec.zombie, j.run.timeline, j.run.placement
         if z is None:
             continue
+        assert tl.zombie_start is not None  # a zombie job's timeline has one
         out.append({"job_id": j.job_id, "kind": z.kind, "after_epoch": z.after_epoch,
                     "idle_from": iso_utc(window.instant(p.start + tl.zombie_start)),
                     "until": None if j.end_time is None else iso_utc(j.end_time),

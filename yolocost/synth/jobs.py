@@ -7,6 +7,7 @@ optional stall, the convergence tail); where and when it runs is the scheduler's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ class JobSpec:
         return n + gap + s.samples
 
 
-def _choice(rng: np.random.Generator, table) -> object:
+def _choice(rng: np.random.Generator, table) -> Any:  # a key of the table
     items = list(table.items()) if isinstance(table, dict) else list(table)
     weights = np.array([w for _, w in items], dtype=float)
     return items[int(rng.choice(len(items), p=weights / weights.sum()))][0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -141,7 +141,8 @@ class _Dcgm:
             (HOSTNAME_LABEL[c.mode], c.host),
             ("DCGM_FI_DRIVER_VERSION", DRIVER.get(c.mode, "550.90.07")),
         ]
-        self.scrape = [("job", DCGM_JOB.get(c.mode, "dcgm-exporter")), ("instance", f"{c.host}:9400")]
+        self.scrape: list[tuple[str, object]] = [("job", DCGM_JOB.get(c.mode, "dcgm-exporter")),
+                                                 ("instance", f"{c.host}:9400")]
         self.exporter_pod = f"nvidia-dcgm-exporter-{k8s_suffix(sc.seed, 'exporter', c.host)}"
 
     def _pod_of(self, owners: np.ndarray) -> np.ndarray:
@@ -154,7 +155,8 @@ class _Dcgm:
 
     def owner_labels(self, key: int) -> list[tuple[str, object]]:
         mode, sc = self.d.phys.choice.mode, self.sc
-        exporter = [("namespace", "gpu-operator"), ("pod", self.exporter_pod), ("container", "nvidia-dcgm-exporter")]
+        exporter: list[tuple[str, object]] = [("namespace", "gpu-operator"), ("pod", self.exporter_pod),
+                                              ("container", "nvidia-dcgm-exporter")]
         if key < 0:
             return exporter if mode == "k8s_exported" else []
         if mode == "slurm":
@@ -165,7 +167,7 @@ class _Dcgm:
                                ("exported_container", "trainer")]
         if mode == "k8s_old":
             return [("pod_namespace", p.namespace), ("pod_name", p.name), ("container_name", "trainer")]
-        own = [("namespace", p.namespace), ("pod", p.name), ("container", "trainer")]
+        own: list[tuple[str, object]] = [("namespace", p.namespace), ("pod", p.name), ("container", "trainer")]
         if mode == "k8s_copied":
             own += [(sanitize(k), v) for k, v in _pod_labels(sc.owners[p.owner])]
         return own
@@ -221,7 +223,7 @@ def _write_ksm(w: _Writer, sc: Scenario) -> None:
     w.family("kube_pod_labels")
     for p in sc.pods:
         o = sc.owners[p.owner]
-        labels = [("namespace", p.namespace), ("pod", p.name)]
+        labels: list[tuple[str, object]] = [("namespace", p.namespace), ("pod", p.name)]
         # pods whose labels the exporter copies get none here (as when kube-state-metrics' label allowlist
         # leaves them out), so the copied labels are the only source
         if sc.mode_of(p.host) != "k8s_copied":
@@ -257,6 +259,7 @@ def _write_runner(w: _Writer, sc: Scenario) -> None:
             continue
         for code in _codes(d):
             o = sc.owners[code]
+            labels: list[tuple[str, Any]]  # scrape()'s (str, str) pairs join them
             labels = [("job_id", o.job_id), ("user", o.user), ("project", o.project), ("model_type", o.model_type),
                       ("image_tag", o.image_tag or None), ("image_digest", o.image_digest if o.digest_label else None),
                       ("gpu_request", o.gpu_request), ("Hostname", c.host), ("UUID", d.phys.gpu.uuid),
@@ -267,24 +270,28 @@ def _write_runner(w: _Writer, sc: Scenario) -> None:
     epochs = [(o, int(e)) for o in owners for e in expected.reported_epochs(sc, o)]
     w.family("yolocost_epoch_metric")
     for o, e in epochs:
+        assert o.plan is not None  # an owner with reported epochs is a planned job
         slots = _served(sc, o.host, int(o.plan.epoch_ts[e]))
         for name, v in zip(METRICS, expected.epoch_values(o, e)):
             labels = [("job_id", o.job_id), ("epoch", e + 1), ("name", name)] + scrape(o.host)
             w.write("yolocost_epoch_metric", labels, slots, number(v), f"runner:{o.host}")
     w.family("yolocost_epoch_end_time_seconds")
     for o, e in epochs:
+        assert o.plan is not None
         slots = _served(sc, o.host, int(o.plan.epoch_ts[e]))
         w.write("yolocost_epoch_end_time_seconds", [("job_id", o.job_id), ("epoch", e + 1)] + scrape(o.host),
                 slots, number(int(o.plan.epoch_ts[e])), f"runner:{o.host}")
     done = [o for o in owners if expected.finished_in_window(sc, o)]
     w.family("yolocost_job_result")
     for o in done:
+        assert o.plan is not None and o.plan.end_time is not None  # finished in the window
         slots = _served(sc, o.host, o.plan.end_time)
         for name, v in expected.result_values(o).items():
             w.write("yolocost_job_result", [("job_id", o.job_id), ("name", name)] + scrape(o.host), slots, number(v),
                     f"runner:{o.host}")
     w.family("yolocost_job_end_time_seconds")
     for o in done:
+        assert o.plan is not None and o.plan.end_time is not None
         slots = _served(sc, o.host, o.plan.end_time)
         w.write("yolocost_job_end_time_seconds", [("job_id", o.job_id)] + scrape(o.host), slots,
                 number(o.plan.end_time), f"runner:{o.host}")

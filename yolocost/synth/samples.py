@@ -116,6 +116,7 @@ def host_samples(seed: int, window: Window, host: Host, runs: list[JobRun], inci
             if gpu.index in run.placement.gpu_indices:
                 rank = run.placement.gpu_indices.index(gpu.index)
                 _fill_job(seed, run, rank, gpu, n, util, mem, owner)
+        power: np.ndarray
         power = kind.idle_w + util / 100.0 * (kind.tdp_w - kind.idle_w) + rng.normal(0, 0.015 * kind.tdp_w, n)
         power = np.round(np.clip(power, 0.9 * kind.idle_w, kind.tdp_w), 2)
         increment = np.rint(power * SAMPLE_SECONDS * 1000).astype(np.int64)[idx]

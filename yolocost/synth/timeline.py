@@ -52,6 +52,7 @@ def build_timeline(spec: JobSpec, start: int) -> Timeline:
 
     def begin_stall() -> None:
         nonlocal stall
+        assert st is not None
         add(STEADY, -(start + offset) % SAMPLES_PER_GRAIN)
         stall = (offset, offset + st.samples)
 
@@ -61,6 +62,7 @@ def build_timeline(spec: JobSpec, start: int) -> Timeline:
     while e < last:
         if st is not None and e == st.after_epoch and st.kind in ("hang", "slow"):
             begin_stall()
+            assert stall is not None
             if st.kind == "slow":
                 for j in range(st.slow_epochs):
                     ends.append(stall[0] + round((j + 1) * st.samples / (st.slow_epochs + 1)))

@@ -92,7 +92,7 @@ class TruthBuilder:
         count, util = self.grain_count[code], self.grain_util[code]
         held = np.flatnonzero(count > 0)
         low = held[util[held] < BREAKER_UTIL * count[held]]
-        out = []
+        out: list[dict] = []
         if not len(low):
             return out
         cuts = np.flatnonzero(np.diff(low) != 1) + 1
@@ -110,6 +110,7 @@ class TruthBuilder:
             improvement = before[-1] - after
             if not improvement < float(BREAKER_LOSS_DELTA):
                 continue
+            months: dict[str, list]
             seconds, cost, months = 0, Fraction(0), {}
             for i in run.tolist():
                 sample = (self.first_grain[code] + i) * SAMPLES_PER_GRAIN
@@ -239,7 +240,7 @@ class _Bucket:
 class _Month:
     """All buckets of one local calendar month, keyed by what they group."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.buckets: dict[object, _Bucket] = {}
 
     def add(self, key, *values) -> None:
