@@ -41,7 +41,7 @@ def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Envi
     `SHIPPED + name` is always the shipped template `name`, whatever `user_dir` holds, so a
     user's template can extend the one it replaces: `{% extends "yolocost/report.html" %}`."""
     shipped = jinja2.FileSystemLoader(str(shipped_dir("templates")))
-    loaders = [jinja2.PrefixLoader({SHIPPED.rstrip("/"): shipped})]
+    loaders: list[jinja2.BaseLoader] = [jinja2.PrefixLoader({SHIPPED.rstrip("/"): shipped})]
     loaders += [jinja2.FileSystemLoader(str(user_dir))] if user_dir else []
     loaders.append(shipped)
     env = jinja2.Environment(

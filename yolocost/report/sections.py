@@ -93,6 +93,11 @@ def _leaderboard(r: Reading) -> list[dict]:
     return board
 
 
+def _project_jobs(r: Reading) -> dict:
+    assert r.project is not None  # shown to a project's audience only
+    return job_table(r.con, r.month, r.project, r.timezone, r.currency)
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("headline", "Headline", lambda r: data.headline(r.con, r.month, r.project, r.shown)),
     Section("actions", "What to do", lambda r: actions(r.report, r.project, r.shown), last=True,
@@ -135,7 +140,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("rate_card", "Prices", lambda r: ratecard.rate_card(r.con, r.month, r.project, r.currency)),
     # a project's report ends with every job of its month (in the PDF: an appendix); the admin
     # report has too many jobs for that
-    Section("jobs", "Jobs", lambda r: job_table(r.con, r.month, r.project, r.timezone, r.currency),
+    Section("jobs", "Jobs", _project_jobs,
             audiences=frozenset({PROJECT})),
 )
 
