@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
-from builders import EUR_CONFIG, assert_one_line_error, job_row, usage_row, write_raw, yolocost
+from helpers.builders import EUR_CONFIG, assert_one_line_error, job_row, usage_row, write_raw, yolocost
 from click.testing import CliRunner
 
 from yolocost.cli import main

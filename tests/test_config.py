@@ -248,7 +248,7 @@ def test_the_ends_of_each_range_are_accepted(tmp_path):
 def test_a_retention_of_a_million_days_stops_every_command_in_one_line(tmp_path, argv):
     """It passed `config check`, and `prune --dry-run` and the end of `monthly` failed on an
     OverflowError in date arithmetic."""
-    from builders import assert_one_line_error, yolocost
+    from helpers.builders import assert_one_line_error, yolocost
 
     (tmp_path / "yolocost.toml").write_text("[ingest]\nretention_days = 1000000\n")
     assert_one_line_error(yolocost(*argv, cwd=tmp_path),
@@ -310,7 +310,7 @@ def test_the_client_refuses_a_credential_over_plain_http_too():
 
 @pytest.mark.parametrize("argv", [("config", "check"), ("ingest", "--month", "2026-10")])
 def test_config_check_and_ingest_refuse_a_token_over_plain_http(tmp_path, argv):
-    from builders import assert_one_line_error, yolocost
+    from helpers.builders import assert_one_line_error, yolocost
 
     (tmp_path / "token").write_text("s3cret-token\n")
     (tmp_path / "yolocost.toml").write_text(TOKEN.format(url="http://prometheus.example.internal:9090"))

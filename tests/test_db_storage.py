@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import assert_one_line_error
+from helpers.builders import assert_one_line_error
 
 from yolocost import db as ydb
 from yolocost.errors import YolocostError

@@ -94,7 +94,7 @@ def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):
 
 
 def test_summary_escapes_hostile_labels(built_db, tmp_path):
-    from builders import job_row, usage_row
+    from helpers.builders import job_row, usage_row
 
     hostile = "<script>alert(1)</script>"
     db = built_db([usage_row("2026-10-01T00:00:00Z", gpu="GPU-0", job="j1")],

@@ -2,7 +2,7 @@
 
 The validator runs in its own Python 3.12 venv (`make focus-validator`), offline, with the
 applicability criteria docs/focus-validator.md says the CSV has; a failed rule fails the test
-unless that doc lists it as a defect of the validator (tests/focuscheck.py). Until the CSV
+unless that doc lists it as a defect of the validator (tests/helpers/focuscheck.py). Until the CSV
 meets every other rule these tests fail, naming the rules: that is their job.
 
 Cases: the demo month (the bundled sample, via `yolocost export finance`, whose default is
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-import focuscheck
-from builders import intervals, job_row, usage_row
+from helpers import focuscheck
+from helpers.builders import intervals, job_row, usage_row
 from yolocost.finance import export_finance
 
 MONTH = "2026-10"

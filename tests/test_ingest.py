@@ -23,7 +23,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import sample_config
+from helpers.builders import sample_config
 
 CLI = [sys.executable, "-m", "yolocost"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builders import assert_one_line_error, build_db, make_config, usage_run, write_raw
+from helpers.builders import assert_one_line_error, build_db, make_config, usage_run, write_raw
 from yolocost.errors import DataError
 from yolocost.load import load_parquet_dir
 from yolocost.resources import shipped_dir

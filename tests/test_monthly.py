@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from builders import sample_config
+from helpers.builders import sample_config
 
 from yolocost import db
 from yolocost.config import parse_config

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import CROSSING, Profiled, archive, sample_config, write_month
+from helpers.builders import CROSSING, Profiled, archive, sample_config, write_month
 
 from yolocost import db, load
 from yolocost.config import Config, load_config

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from builders import EUR_CONFIG, job_row, usage_row, write_raw, yolocost
-from smallfs import file_size_limit, fill, remount_read_only, tmpfs
+from helpers.builders import EUR_CONFIG, job_row, usage_row, write_raw, yolocost
+from helpers.smallfs import file_size_limit, fill, remount_read_only, tmpfs
 
 CONFIG = EUR_CONFIG
 T0 = "2026-03-02T00:00Z"

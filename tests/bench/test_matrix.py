@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from benchkit import bench_env
+from helpers.benchkit import bench_env
 
 from yolocost.bench.matrix import load_matrix
 from yolocost.errors import YolocostError

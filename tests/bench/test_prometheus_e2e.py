@@ -20,9 +20,9 @@ import time
 from decimal import Decimal
 
 import pytest
-from benchkit import GPU_UUID, TINY, bench_env
-from livescrape import query as _query
-from promserver import PrometheusServer, free_port, scrape_job, skip_or_fail_without_prometheus
+from helpers.benchkit import GPU_UUID, TINY, bench_env
+from helpers.livescrape import query as _query
+from helpers.promserver import PrometheusServer, free_port, scrape_job, skip_or_fail_without_prometheus
 
 from yolocost.results_import import MAP50, MAP50_95, best_row, epoch_values, read_results_csv
 

@@ -1,5 +1,5 @@
 """`yolocost bench run` recovering from how earlier attempts ended, and refusing bad inputs
-before an attempt is counted. Runs under netguard.py (no socket call may leave loopback)."""
+before an attempt is counted. Runs under helpers/netguard.py (no socket call may leave loopback)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import subprocess
 
 import pytest
-from benchkit import GPU_UUID, TINY, bench_env, yolocost_cmd
+from helpers.benchkit import GPU_UUID, TINY, bench_env, yolocost_cmd
 
 from yolocost.results_import import read_results_csv
 

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from builders import CLI_WITHOUT_BENCH
+from helpers.builders import CLI_WITHOUT_BENCH
 
 BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
     try:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
-def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path, h):
+
+def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path):
     db = tmp_path / "yc.duckdb"
     cli_args = yc.args(yc.config(prom.url), db)[3:]  # after `python -m yolocost`
     probe = (

@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from conftest import MONTH
+from helpers.reportkit import MONTH
 
 from yolocost.report import project_slugs, slug
 

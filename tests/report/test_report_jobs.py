@@ -17,9 +17,9 @@ from html.parser import HTMLParser
 
 import duckdb
 import pytest
-from browser import open_page
-from builders import job_row, result_row, usage_run
-from conftest import MONTH, pdf_pages, pdf_text, require_tools
+from helpers.browser import open_page
+from helpers.builders import job_row, result_row, usage_run
+from helpers.reportkit import MONTH, pdf_pages, pdf_text, require_tools
 
 from yolocost.report import jobs as job_table_module
 from yolocost.report import PROJECT_SECTIONS, render_reports

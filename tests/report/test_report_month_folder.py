@@ -21,9 +21,9 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
-from browser import open_page
-from builders import job_row, usage_run
-from conftest import MONTH, require_tools
+from helpers.browser import open_page
+from helpers.builders import job_row, usage_run
+from helpers.reportkit import MONTH, require_tools
 
 from yolocost.errors import YolocostError
 from yolocost.report import FORMATS, parse_formats, project_slugs, render_reports

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import MONTH, require_tools
-from smallfs import file_size_limit, remount_read_only, tmpfs
+from helpers.reportkit import MONTH, require_tools
+from helpers.smallfs import file_size_limit, remount_read_only, tmpfs
 
 OLD = "<p>the report of an earlier run</p>\n"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MONTH, pdf_text, require_tools
+from helpers.reportkit import MONTH, pdf_text, require_tools
 
 D = Decimal
 NUMBER = re.compile(r"^-?[\d,]+(?:\.\d+)?$")

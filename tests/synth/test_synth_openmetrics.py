@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,9 +22,7 @@ from yolocost.synth.openmetrics import FAMILIES, escape, label_text
 from yolocost.synth.plan import plan_month
 from yolocost.synth.samples import GpuSamples
 from yolocost.synth.scenario import HostChoice
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, skip_or_fail_without_prometheus)
+from helpers.promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, skip_or_fail_without_prometheus)
 
 GRAIN, SCRAPE = 300, 30
 

@@ -54,7 +54,7 @@ from typing import Callable, Iterable, Iterator
 
 import duckdb
 
-from promserver import scrape_job
+from helpers.promserver import scrape_job
 
 UTC = dt.timezone.utc
 UTIL, FB, POWER, ENERGY = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
