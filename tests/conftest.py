@@ -5,7 +5,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from helpers.builders import BuiltDb, build_db
+from helpers.builders import BuiltDb, build_db, yolocost
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """The real `yolocost` CLI in a subprocess: cli(*args, cwd=, env=, input=, timeout=, text=,
+    check=, preexec_fn=) -> CompletedProcess with stdout and stderr captured (helpers.builders.yolocost)."""
+    return yolocost
 
 
 @pytest.fixture

@@ -42,16 +42,14 @@ def test_example_config_with_its_token_line_uncommented_reads_the_token(tmp_path
     assert "s3cret" not in repr(config)
 
 
-def test_config_check_passes_on_the_shipped_example_without_secrets(tmp_path):
+def test_config_check_passes_on_the_shipped_example_without_secrets(tmp_path, cli):
     """First contact: `config check` of the example as shipped, on a machine with no
     credentials in its environment and no other config around."""
-    import subprocess
-    import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("YOLOCOST")}
     env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(ROOT / "yolocost.example.toml"),
-                             "config", "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = cli("--config", str(ROOT / "yolocost.example.toml"), "config", "check", cwd=tmp_path, env=env,
+                 timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "error" not in result.stderr
     assert "gpu-cluster-1 (Europe/Berlin, EUR)" in result.stdout

@@ -288,6 +288,7 @@ NO_TORCH = CLI_WITHOUT_BENCH + "main()\n"
 
 
 def _bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    # python -c, not the cli fixture: the CLI runs where importing the bench extra fails
     return subprocess.run([sys.executable, "-c", NO_TORCH, "bench", "run", "--job-id", "j1", "--out",
                            str(cwd / "runs"), "--metrics-port", "0", "--model", "yolov8m.yaml", "--epochs", "100",
                            *args], capture_output=True, text=True, timeout=120, cwd=cwd)

@@ -14,8 +14,6 @@ unallocated capacity; and broken copies of the demo CSV, which must fail.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -48,13 +46,11 @@ def write_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> Pat
 
 
 @pytest.fixture(scope="module")
-def demo_csv(sample_db, tmp_path_factory) -> Path:
+def demo_csv(sample_db, tmp_path_factory, cli) -> Path:
     """The demo month's finance CSV as the CLI writes it by default (FOCUS 1.2)."""
     out = tmp_path_factory.mktemp("focus-demo") / "finance.csv"
-    proc = subprocess.run(
-        [sys.executable, "-m", "yolocost", "--config", str(sample_db.raw_dir / "yolocost.toml"), "--db",
-         str(sample_db.path), "export", "finance", "--month", MONTH, "-o", str(out)],
-        cwd=out.parent, capture_output=True, text=True, timeout=300)
+    proc = cli("--config", str(sample_db.raw_dir / "yolocost.toml"), "--db", str(sample_db.path), "export", "finance",
+               "--month", MONTH, "-o", str(out), cwd=out.parent, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -29,6 +29,7 @@ def resumed(bench_ready, tmp_path_factory):
             "--user", "alice", *TINY)
     runs = []
     for extra in (("--stop-after-epoch", "1"), ("--gpu-sampler",)):
+        # subprocess.run of yolocost_cmd, not the cli fixture: the run goes through netguard.py and unshare -n
         cmd = yolocost_cmd(*args, *extra, netlog=netlog, no_network=offline)
         runs.append(subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600))
     return runs, out / "resume-1", home, netlog, offline

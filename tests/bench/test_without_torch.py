@@ -23,6 +23,7 @@ BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    # python -c, not the cli fixture: the CLI runs where importing the bench extra fails
     return subprocess.run([sys.executable, "-c", BLOCK, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

@@ -27,7 +27,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ import duckdb
 
 from helpers import promserver
 from helpers.builders import assert_one_line_error  # noqa: F401 (the tests call h.assert_one_line_error)
+from helpers.builders import cli_argv, yolocost
 from helpers.promserver import free_port  # noqa: F401 (the tests call h.free_port)
 
 UTC = dt.timezone.utc
@@ -243,7 +243,8 @@ def query(db_path: Path, sql: str) -> list[tuple]:
 
 @dataclass
 class Yolocost:
-    """The real `yolocost` entry point in subprocesses, with configs written under `folder`."""
+    """`yolocost ingest` of the fixture window in subprocesses (the tests' one runner,
+    helpers.builders.yolocost), with configs written under `folder`."""
 
     folder: Path
     _n: int = 0
@@ -260,10 +261,15 @@ class Yolocost:
         )
         return path
 
-    def args(self, config: Path, db: Path, *, start: dt.datetime = WINDOW_START,
-             end: dt.datetime = WINDOW_END, debug: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
-        return [sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db),
-                *(["--debug"] if debug else []), "ingest", "--start", iso(start), "--end", iso(end), *extra]
+    def cli_args(self, config: Path, db: Path, *, start: dt.datetime = WINDOW_START,
+                 end: dt.datetime = WINDOW_END, debug: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+        """The arguments of `yolocost ... ingest`, without the command itself."""
+        return ["--config", str(config), "--db", str(db), *(["--debug"] if debug else []), "ingest",
+                "--start", iso(start), "--end", iso(end), *extra]
+
+    def args(self, config: Path, db: Path, **kw) -> list[str]:
+        """The whole command line (`python -m yolocost ...`), for a test that starts it with Popen."""
+        return cli_argv(*self.cli_args(config, db, **kw))
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         env = {**os.environ, **(extra or {})}
@@ -271,10 +277,10 @@ class Yolocost:
         return env
 
     def ingest(self, config: Path, db: Path, *, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run(self.args(config, db, **kw), cwd=self.folder, env=self._env(env),
-                              capture_output=True, text=True, timeout=CLI_TIMEOUT)
+        return yolocost(*self.cli_args(config, db, **kw), cwd=self.folder, env=self._env(env), timeout=CLI_TIMEOUT)
 
     def popen(self, config: Path, db: Path, *, env: dict[str, str] | None = None, **kw) -> subprocess.Popen:
+        # Popen, not the runner: the tests read its output as it comes, signal it or kill it
         return subprocess.Popen(self.args(config, db, **kw), cwd=self.folder, env=self._env(env),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
 

@@ -18,8 +18,7 @@ COST = "SELECT sum(total_cost) FROM mart_cluster_month"
 
 
 def _run(yc, config, db, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*yc.args(config, db), *extra], cwd=yc.folder, env=yc._env(None),
-                          capture_output=True, text=True, timeout=120)
+    return yc.ingest(config, db, extra=extra)
 
 
 def test_a_selector_that_leaves_out_a_gpu_is_refused(yc, prior_db, prom):

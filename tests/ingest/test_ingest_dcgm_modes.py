@@ -27,8 +27,6 @@ By hand (120 samples a series in the window, 30 s each; at 2.00 a GPU-hour):
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-import sys
 from decimal import Decimal
 
 import pytest
@@ -174,7 +172,7 @@ def test_late_scrapes_on_a_plain_gpu_are_each_counted_once(modes_prom, tmp_path)
     assert h.query(db, "SELECT sum(energy_mj) FROM gpu_usage") == [(119 * 3_000_000,)]
 
 
-def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(modes_prom, tmp_path):
+def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(modes_prom, tmp_path, cli):
     yc = h.Yolocost(tmp_path)
     db = tmp_path / "yc.duckdb"
     config = yc.config(modes_prom.url, prometheus='selector = \'cluster="new"\'')
@@ -198,9 +196,8 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(modes_prom, tmp_
 
     # the reports say what the month was billed without: the admin report names the GPU
     month = h.DATA_START.strftime("%Y-%m")
-    report = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db), "report",
-                             "--month", month, "--format", "html"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=600)
+    report = cli("--config", str(config), "--db", str(db), "report", "--month", month, "--format", "html",
+                 cwd=tmp_path, timeout=600)
     h.assert_ok(report)
     admin = (tmp_path / "reports" / month / "admin.html").read_text(encoding="utf-8")
     assert "Incomplete data." in admin and "360 GPU-seconds of 1 shared, MIG or job-info GPU(s)" in admin

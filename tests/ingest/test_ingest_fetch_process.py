@@ -41,6 +41,7 @@ def stuck(yc):
 
 def _start(yc, config: Path, db: Path) -> tuple[subprocess.Popen, int]:
     """The ingest in its own process group (as a shell runs a command), and its fetch child."""
+    # Popen, not the cli fixture: the test kills the fetch child of the running ingest
     proc = subprocess.Popen(yc.args(config, db), cwd=yc.folder, env=yc._env(None), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     h.wait_for(lambda: _children(proc.pid) or proc.poll() is not None, what="the fetch process")

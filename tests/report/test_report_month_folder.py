@@ -12,8 +12,6 @@ import datetime as dt
 import html
 import re
 import shutil
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import unquote
@@ -22,7 +20,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pytest
 from helpers.browser import open_page
-from helpers.builders import job_row, usage_run
+from helpers.builders import job_row, usage_run, yolocost
 from helpers.reportkit import MONTH, require_tools
 
 from yolocost.errors import YolocostError
@@ -32,8 +30,7 @@ OLD = "<p>an earlier run's file</p>\n"
 
 
 def _run(args, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return yolocost(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import urllib.request
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from yolocost.synth import SAMPLE_FILES, write_prometheus_sample
 from yolocost.synth.grain import grain_rows
@@ -382,14 +381,12 @@ def test_training_progress_and_results_are_served(sample):
                      "best_epoch": res.loc[job_id, "best_epoch"]}
 
 
-def test_expected_tables_load(sample, tmp_path):
-    from yolocost.cli import main
-
+def test_expected_tables_load(sample, tmp_path, cli):
     result, _ = sample
-    out = CliRunner().invoke(main, ["--db", str(tmp_path / "x.duckdb"), "--config", str(result.files["config"]),
-                                    "load", str(result.out_dir)])
-    assert out.exit_code == 0, out.output
-    assert f"{result.usage_rows:,} usage rows" in out.output
+    out = cli("--db", str(tmp_path / "x.duckdb"), "--config", str(result.files["config"]), "load", str(result.out_dir),
+              timeout=None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{result.usage_rows:,} usage rows" in out.stdout
 
 
 def test_server_with_basic_auth(tmp_path):
