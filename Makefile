@@ -90,7 +90,7 @@ focus-validator:
 	$(FOCUS_VENV)/bin/python -m pip install --quiet $(FOCUS_VALIDATOR_PINS) && \
 	$(FOCUS_VENV)/bin/python -c 'import focus_validator.main'
 
-# tests/focuscheck.py finds the validator's venv through FOCUS_VALIDATOR_VENV
+# tests/helpers/focuscheck.py finds the validator's venv through FOCUS_VALIDATOR_VENV
 test: install-test test-deps focus-validator lint
 	FOCUS_VALIDATOR_VENV=$(abspath $(FOCUS_VENV)) $(BIN)/python -m pytest
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import pytest
+from helpers.builders import BuiltDb, build_db, yolocost
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from builders import BuiltDb, build_db  # noqa: E402
+@pytest.fixture(scope="session")
+def cli():
+    """The real `yolocost` CLI in a subprocess: cli(*args, cwd=, env=, input=, timeout=, text=,
+    check=, preexec_fn=) -> CompletedProcess with stdout and stderr captured (helpers.builders.yolocost)."""
+    return yolocost
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ def synthetic_sample(tmp_path_factory):
 def prom_sample(synthetic_sample, tmp_path_factory):
     """The synthetic Prometheus sample backfilled into a real Prometheus on loopback once per
     session: (PrometheusSample, PrometheusServer)."""
-    from promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+    from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
 
     skip_or_fail_without_prometheus()
     root = tmp_path_factory.mktemp("prom-sample")
@@ -67,7 +69,7 @@ def prom_sample(synthetic_sample, tmp_path_factory):
 def vm_sample(synthetic_sample, tmp_path_factory):
     """The same sample imported into a real VictoriaMetrics on loopback once per session:
     (PrometheusSample, VictoriaMetricsServer)."""
-    from vmserver import VictoriaMetricsServer, fail_without_victoriametrics
+    from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 
     fail_without_victoriametrics()
     with VictoriaMetricsServer(tmp_path_factory.mktemp("vm-sample") / "data") as server:
@@ -100,7 +102,7 @@ def window_samples(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def prom_windows(window_samples, tmp_path_factory):
     """Every window sample in one real Prometheus (they lie days apart): PrometheusServer."""
-    from promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+    from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
 
     skip_or_fail_without_prometheus()
     data = tmp_path_factory.mktemp("prom-windows") / "data"
@@ -113,7 +115,7 @@ def prom_windows(window_samples, tmp_path_factory):
 @pytest.fixture(scope="session")
 def vm_windows(window_samples, tmp_path_factory):
     """Every window sample in one real VictoriaMetrics: VictoriaMetricsServer."""
-    from vmserver import VictoriaMetricsServer, fail_without_victoriametrics
+    from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 
     fail_without_victoriametrics()
     with VictoriaMetricsServer(tmp_path_factory.mktemp("vm-windows") / "data") as server:

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
-from builders import (epoch_rows, intervals, job_row, make_config, result_row, usage_row, write_raw,
+from helpers.builders import (epoch_rows, intervals, job_row, make_config, result_row, usage_row, write_raw,
                       yolocost)
 from test_months import GENERATED, NOW, _config, documents, named_queries, raw_months, two_months  # noqa: F401 (fixtures)
 
@@ -201,7 +201,7 @@ def test_the_cli_says_which_partial_month_it_keeps(tmp_path):
 def test_monthly_keeps_the_partial_month_it_ingested_and_says_so(prom_sample, tmp_path):
     """The 3-day sample of October 2026 in a real Prometheus; retention 1 day, so October is
     old enough to archive, but the run keeps it (it holds 3 of its days) and says so."""
-    from builders import sample_config
+    from helpers.builders import sample_config
 
     config = sample_config(prom_sample, tmp_path)
     text = config.read_text(encoding="utf-8")

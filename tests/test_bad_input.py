@@ -245,12 +245,6 @@ CASES = [
 ]
 
 
-def cli(*argv: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    """The real `yolocost` in a subprocess, with cwd's yolocost.toml as its config."""
-    return subprocess.run([sys.executable, "-m", "yolocost", *argv], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, **kwargs)
-
-
 def assert_one_line_error(result: subprocess.CompletedProcess, message: str, status: int = 2) -> None:
     assert result.returncode == status, result.stderr
     assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
@@ -260,12 +254,12 @@ def assert_one_line_error(result: subprocess.CompletedProcess, message: str, sta
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_case(case: Case, tmp_path):
+def test_case(case: Case, tmp_path, cli):
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     if case.setup:
         case.setup(tmp_path)
     before = _snapshot(tmp_path / "yc.duckdb")
-    assert_one_line_error(cli(*case.argv, cwd=tmp_path), case.message, case.status)
+    assert_one_line_error(cli(*case.argv, cwd=tmp_path, timeout=300), case.message, case.status)
     assert _snapshot(tmp_path / "yc.duckdb") == before  # a refused command changes nothing
     assert not (tmp_path / "typo.duckdb").exists()  # and creates no database
 
@@ -286,10 +280,10 @@ def _snapshot(path: Path):
 # --------------------------------------------------------------------------- a bad query file among good ones
 
 
-def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
+def test_one_unreadable_query_file_does_not_break_the_others(tmp_path, cli):
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     with_query_files(tmp_path)
-    listed = cli("queries", "--queries-dir", "mine", cwd=tmp_path)
+    listed = cli("queries", "--queries-dir", "mine", cwd=tmp_path, timeout=300)
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()]
     assert "ok" in names and "top_idle_wasters" in names and "broken" not in names and "badparam" not in names
@@ -298,9 +292,9 @@ def test_one_unreadable_query_file_does_not_break_the_others(tmp_path):
         "warning: mine/broken.sql: not UTF-8 text (byte 0xff at offset 10); save the query as UTF-8 (skipped)"]
     for name in ("ok", "user_costs"):
         ran = cli("query", name, "--queries-dir", "mine", "-p" if name != "ok" else "-f",
-                  "month=2026-10" if name != "ok" else "csv", cwd=tmp_path)
+                  "month=2026-10" if name != "ok" else "csv", cwd=tmp_path, timeout=300)
         assert ran.returncode == 0, ran.stderr
-    assert cli("query", "ok", "--queries-dir", "mine", "-f", "csv", cwd=tmp_path).stdout == "answer\n42\n"
+    assert cli("query", "ok", "--queries-dir", "mine", "-f", "csv", cwd=tmp_path, timeout=300).stdout == "answer\n42\n"
 
 
 # --------------------------------------------------------------------------- a closed stdout pipe
@@ -315,6 +309,7 @@ def test_a_reader_that_leaves_early_is_one_line_and_status_2(tmp_path, argv):
     cron job must be able to tell, so one line and status 2 (no traceback, no "unexpected")."""
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     with_database(tmp_path)
+    # Popen, not the cli fixture: the test closes the read end of stdout before the CLI writes
     proc = subprocess.Popen([sys.executable, "-m", "yolocost", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     proc.stdout.close()
@@ -328,6 +323,7 @@ def test_a_reader_that_leaves_early_is_one_line_and_status_2(tmp_path, argv):
 
 
 def _popen(argv: list[str], cwd: Path) -> subprocess.Popen:
+    # Popen, not the cli fixture: the Ctrl-C tests send SIGINT to the running process
     return subprocess.Popen([sys.executable, "-m", "yolocost", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -374,12 +370,13 @@ def test_ctrl_c_stops_a_long_query_with_130(tmp_path):
     assert seconds < GENEROUS_SECONDS
 
 
-def test_ctrl_c_during_a_load_leaves_the_database_as_it_was(tmp_path):
+def test_ctrl_c_during_a_load_leaves_the_database_as_it_was(tmp_path, cli):
     """The sample month replaces itself; Ctrl-C while the models are rebuilt in the
     transaction that replaced it (before, DuckDB's cancelled statement ended in
     `error: unexpected RuntimeError` with status 1)."""
     sample = ROOT / "sample_data"
-    first = cli("--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "-q", "load", str(sample), cwd=tmp_path)
+    first = cli("--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "-q", "load", str(sample), cwd=tmp_path,
+                timeout=300)
     assert first.returncode == 0, first.stderr
     before = _snapshot(tmp_path / "yc.duckdb")
     proc = _popen(["--config", str(sample / "yolocost.toml"), "--db", "yc.duckdb", "load", str(sample)], tmp_path)
@@ -440,10 +437,10 @@ def test_ctrl_c_does_not_wait_for_a_thread_pool():
 # --------------------------------------------------------------------------- queries obey the memory limit
 
 
-def test_a_query_runs_under_the_configured_memory_limit(tmp_path):
+def test_a_query_runs_under_the_configured_memory_limit(tmp_path, cli):
     (tmp_path / "yolocost.toml").write_text(CONFIG.replace('path = "yc.duckdb"', 'path = "yc.duckdb"\nmemory_limit = "200MB"'))
     with_database(tmp_path)
-    out = cli("query", "SELECT current_setting('memory_limit') AS m", "-f", "csv", cwd=tmp_path)
+    out = cli("query", "SELECT current_setting('memory_limit') AS m", "-f", "csv", cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "m\n190.7 MiB\n"  # DuckDB shows 200,000,000 bytes in MiB
 
@@ -470,13 +467,13 @@ def test_csv_leaves_other_cells_alone(cell):
     assert queries.csv_safe(cell) == cell
 
 
-def test_csv_output_neutralizes_header_cells(tmp_path):
+def test_csv_output_neutralizes_header_cells(tmp_path, cli):
     """A PIVOT turns label values into column names: they are cells like any other."""
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     with_database(tmp_path)
     sql = ("PIVOT (SELECT * FROM (VALUES ('=HYPERLINK(\"x\")', 1), (' \uff0bcmd', 2), ('ok', 3)) t(label, n)) "
            "ON label USING sum(n)")
-    out = cli("query", sql, "-f", "csv", cwd=tmp_path)
+    out = cli("query", sql, "-f", "csv", cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     header, row = csv.reader(io.StringIO(out.stdout))
     assert sorted(header) == sorted(["'=HYPERLINK(\"x\")", "' \uff0bcmd", "ok"])
@@ -486,10 +483,10 @@ def test_csv_output_neutralizes_header_cells(tmp_path):
 # --------------------------------------------------------------------------- a month held only in part
 
 
-def test_export_of_a_month_held_in_part_warns_with_the_coverage(tmp_path):
+def test_export_of_a_month_held_in_part_warns_with_the_coverage(tmp_path, cli):
     (tmp_path / "yolocost.toml").write_text(CONFIG)
     with_database(tmp_path)  # one hour of 2026-10-01
-    out = cli("export", "finance", "--month", "2026-10", "-o", "f.csv", cwd=tmp_path)
+    out = cli("export", "finance", "--month", "2026-10", "-o", "f.csv", cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stderr.strip() == ("warning: the database holds 2026-10-01..2026-10-01 of October 2026 (1 of 31 days): "
                                   "the CSV covers only that")
@@ -503,6 +500,7 @@ def test_the_catch_all_for_a_bug_shows_no_exception_text(monkeypatch):
     """A bug's exception text can carry anything (a line of a token file, a header): the
     catch-all prints the exception type only. The bug is faked, as the real code has none
     to trigger."""
+    # in-process (CliRunner), not the cli fixture: the bug is faked with monkeypatch
     from click.testing import CliRunner
 
     from yolocost import cli as yolocost_cli

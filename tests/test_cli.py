@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from builders import assert_one_line_error, yolocost
+from helpers.builders import assert_one_line_error, yolocost
 
 CONFIG = """
 [cluster]

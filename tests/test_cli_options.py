@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
-from builders import EUR_CONFIG, assert_one_line_error, job_row, usage_row, write_raw, yolocost
+from helpers.builders import EUR_CONFIG, assert_one_line_error, job_row, usage_row, write_raw, yolocost
 from click.testing import CliRunner
 
 from yolocost.cli import main
@@ -50,6 +50,7 @@ def test_the_old_spelling_is_refused_as_the_new_one_is(lab):
 
 @pytest.mark.parametrize("argv", [["export", "finance"], ["query"]])
 def test_help_shows_one_spelling_of_the_output_flag(argv):
+    # in-process (CliRunner), not the cli fixture: it sets the terminal width the help is laid out for
     shown = CliRunner().invoke(main, [*argv, "--help"], terminal_width=100)
     assert shown.exit_code == 0, shown.output
     assert "-o, --output PATH" in shown.output

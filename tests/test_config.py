@@ -42,16 +42,14 @@ def test_example_config_with_its_token_line_uncommented_reads_the_token(tmp_path
     assert "s3cret" not in repr(config)
 
 
-def test_config_check_passes_on_the_shipped_example_without_secrets(tmp_path):
+def test_config_check_passes_on_the_shipped_example_without_secrets(tmp_path, cli):
     """First contact: `config check` of the example as shipped, on a machine with no
     credentials in its environment and no other config around."""
-    import subprocess
-    import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("YOLOCOST")}
     env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(ROOT / "yolocost.example.toml"),
-                             "config", "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    result = cli("--config", str(ROOT / "yolocost.example.toml"), "config", "check", cwd=tmp_path, env=env,
+                 timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "error" not in result.stderr
     assert "gpu-cluster-1 (Europe/Berlin, EUR)" in result.stdout
@@ -248,7 +246,7 @@ def test_the_ends_of_each_range_are_accepted(tmp_path):
 def test_a_retention_of_a_million_days_stops_every_command_in_one_line(tmp_path, argv):
     """It passed `config check`, and `prune --dry-run` and the end of `monthly` failed on an
     OverflowError in date arithmetic."""
-    from builders import assert_one_line_error, yolocost
+    from helpers.builders import assert_one_line_error, yolocost
 
     (tmp_path / "yolocost.toml").write_text("[ingest]\nretention_days = 1000000\n")
     assert_one_line_error(yolocost(*argv, cwd=tmp_path),
@@ -310,7 +308,7 @@ def test_the_client_refuses_a_credential_over_plain_http_too():
 
 @pytest.mark.parametrize("argv", [("config", "check"), ("ingest", "--month", "2026-10")])
 def test_config_check_and_ingest_refuse_a_token_over_plain_http(tmp_path, argv):
-    from builders import assert_one_line_error, yolocost
+    from helpers.builders import assert_one_line_error, yolocost
 
     (tmp_path / "token").write_text("s3cret-token\n")
     (tmp_path / "yolocost.toml").write_text(TOKEN.format(url="http://prometheus.example.internal:9090"))

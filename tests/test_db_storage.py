@@ -15,12 +15,11 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from builders import assert_one_line_error
+from helpers.builders import assert_one_line_error, yolocost
 
 from yolocost import db as ydb
 from yolocost.errors import YolocostError
@@ -37,8 +36,7 @@ DAMAGE = b"".join((0x5A5A5A5A00000000 + i).to_bytes(8, "little") for i in range(
 
 def run(*args: str, db: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "YOLOCOST_CONFIG"}
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(CONFIG), "--db", str(db), *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return yolocost("--config", str(CONFIG), "--db", str(db), *args, cwd=cwd, env=env, timeout=300)
 
 
 def digest(path: Path, views: bool = True) -> dict[str, tuple]:
@@ -150,6 +148,7 @@ def test_out_of_memory_while_committing_is_the_out_of_memory_line(sample_copy, m
     """DuckDB's commit that cannot allocate says "Failed to commit", which read as a problem of
     the file ("cannot read or write the database"). Provoking it on purpose is not reliable
     (DuckDB spills to disk first), so the commit of a real build fails here as it did."""
+    # in-process (CliRunner), not the cli fixture: the failing commit is faked with monkeypatch
     from click.testing import CliRunner
 
     from yolocost import cli

@@ -3,8 +3,6 @@
 import html
 import os
 import re
-import subprocess
-import sys
 from decimal import ROUND_HALF_UP, Decimal
 
 import duckdb
@@ -13,12 +11,11 @@ from yolocost import finance
 from yolocost.summary import write_summary
 
 
-def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
+def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path, cli):
     out = tmp_path / "demo"
     reports = out / "reports" / "2026-10"
     # first run: everything, PDF included
-    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
-                            capture_output=True, text=True, timeout=300)
+    result = cli("demo", "--out", str(out), timeout=300)
     assert result.returncode == 0, result.stderr
     assert "reports as HTML and PDF" in result.stdout
     pdfs = sorted(reports.glob("*.pdf"))
@@ -29,8 +26,7 @@ def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
     # writes every PDF again
     empty = tmp_path / "empty-path"
     empty.mkdir()
-    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out), "--force"],
-                            env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=300)
+    result = cli("demo", "--out", str(out), "--force", env={**os.environ, "PATH": str(empty)}, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert str(out / "yolocost.duckdb") in result.stdout
@@ -68,13 +64,12 @@ def test_demo_builds_database_summary_and_reports_and_can_be_rerun(tmp_path):
     assert not list(out.glob("*.building*"))
 
     # the printed hint works: the demo folder's own config finds the database
-    listed = subprocess.run([sys.executable, "-m", "yolocost", "query", "most_expensive_jobs", "-p", "month=2026-10"],
-                            cwd=out, capture_output=True, text=True, timeout=120)
+    listed = cli("query", "most_expensive_jobs", "-p", "month=2026-10", cwd=out, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"job-\d{6}", listed.stdout)
 
 
-def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):
+def test_demo_refuses_a_folder_that_is_not_empty(tmp_path, cli):
     """`demo --out` into a folder holding a config and a database would overwrite both:
     refused in one line naming the folder, and nothing in it changes."""
     out = tmp_path / "mine"
@@ -82,19 +77,18 @@ def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):
     (out / "yolocost.toml").write_text('[cluster]\nname = "production"\n', encoding="utf-8")
     (out / "yolocost.duckdb").write_bytes(b"not the demo's")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    result = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)
+    result = cli("demo", "--out", str(out), timeout=120)
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines() == [
         f"error: {out}: folder is not empty (yolocost.duckdb, yolocost.toml); give --force to replace the demo's "
         "config, database and reports there, or choose another --out"]
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    helped = subprocess.run([sys.executable, "-m", "yolocost", "demo", "--help"], capture_output=True, text=True)
+    helped = cli("demo", "--help", timeout=None)
     assert "--force" in helped.stdout
 
 
 def test_summary_escapes_hostile_labels(built_db, tmp_path):
-    from builders import job_row, usage_row
+    from helpers.builders import job_row, usage_row
 
     hostile = "<script>alert(1)</script>"
     db = built_db([usage_row("2026-10-01T00:00:00Z", gpu="GPU-0", job="j1")],

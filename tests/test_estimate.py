@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import CLI_WITHOUT_BENCH, assert_one_line_error, epoch_rows, job_row, result_row, usage_run, yolocost
+from helpers.builders import CLI_WITHOUT_BENCH, assert_one_line_error, epoch_rows, job_row, result_row, usage_run, yolocost
 
 from yolocost import db, estimate as est
 from yolocost.resources import shipped_dir
@@ -288,6 +288,7 @@ NO_TORCH = CLI_WITHOUT_BENCH + "main()\n"
 
 
 def _bench(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    # python -c, not the cli fixture: the CLI runs where importing the bench extra fails
     return subprocess.run([sys.executable, "-c", NO_TORCH, "bench", "run", "--job-id", "j1", "--out",
                            str(cwd / "runs"), "--metrics-port", "0", "--model", "yolov8m.yaml", "--epochs", "100",
                            *args], capture_output=True, text=True, timeout=120, cwd=cwd)
@@ -336,7 +337,7 @@ def test_a_cost_limit_is_an_amount_above_0(text):
 
 
 def test_without_a_database_only_a_run_with_a_limit_is_refused(tmp_path):
-    from builders import make_config
+    from helpers.builders import make_config
 
     from yolocost.errors import YolocostError
 

@@ -1,6 +1,6 @@
 """The finance CSV (`yolocost export finance`): FOCUS columns, cents that add up, no names.
 
-Hand-made fixtures go through the real loader into a real DuckDB file (tests/builders.py);
+Hand-made fixtures go through the real loader into a real DuckDB file (tests/helpers/builders.py);
 their figures are worked out in the test. Prices are chosen so that a 5-minute row costs a
 known fraction of a cent: 0.04/h -> 300 s cost 0.0033333..., 0.06/h -> 0.005, 0.084/h ->
 0.007. The sample month checks the sums against the marts and the generator's ground truth.
@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from builders import EUR_CONFIG, gpu_seconds, job_row, money, usage_row, usage_run, write_raw, yolocost
+from helpers.builders import EUR_CONFIG, gpu_seconds, job_row, money, usage_row, usage_run, write_raw, yolocost
 from yolocost import finance
 from yolocost.errors import YolocostError
 from yolocost.finance import FOCUS_MANDATORY_COLUMNS, export_finance, project_totals_cents, total_cents
@@ -528,7 +528,7 @@ def mixed_usage() -> list[dict]:
 
 @pytest.fixture(scope="module", params=["none", "proportional"])
 def mixed_db(request, tmp_path_factory):
-    from builders import build_db
+    from helpers.builders import build_db
 
     folder = tmp_path_factory.mktemp(f"mixed-{request.param}")
     return build_db(folder, mixed_usage(), jobs=MIXED_JOBS, prices=MIXED_PRICES, energy_prices=["0.21"],
@@ -689,7 +689,7 @@ def test_the_configured_focus_version_is_what_report_and_export_write(built_db, 
 
 
 def test_an_unknown_configured_focus_version_is_one_config_error(tmp_path):
-    from builders import make_config
+    from helpers.builders import make_config
     from yolocost.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"reports.focus_version: must be 1.2 or 1.3, got '1.4'"):

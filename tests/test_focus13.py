@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pytest
 
-from builders import BuiltDb
+from helpers.builders import BuiltDb
 from yolocost import finance
 from yolocost.money import minor_unit
 from yolocost.resources import shipped_dir

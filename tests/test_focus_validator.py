@@ -2,7 +2,7 @@
 
 The validator runs in its own Python 3.12 venv (`make focus-validator`), offline, with the
 applicability criteria docs/focus-validator.md says the CSV has; a failed rule fails the test
-unless that doc lists it as a defect of the validator (tests/focuscheck.py). Until the CSV
+unless that doc lists it as a defect of the validator (tests/helpers/focuscheck.py). Until the CSV
 meets every other rule these tests fail, naming the rules: that is their job.
 
 Cases: the demo month (the bundled sample, via `yolocost export finance`, whose default is
@@ -14,15 +14,13 @@ unallocated capacity; and broken copies of the demo CSV, which must fail.
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
-import focuscheck
-from builders import intervals, job_row, usage_row
+from helpers import focuscheck
+from helpers.builders import intervals, job_row, usage_row
 from yolocost.finance import export_finance
 
 MONTH = "2026-10"
@@ -48,13 +46,11 @@ def write_rows(path: Path, header: list[str], rows: list[dict[str, str]]) -> Pat
 
 
 @pytest.fixture(scope="module")
-def demo_csv(sample_db, tmp_path_factory) -> Path:
+def demo_csv(sample_db, tmp_path_factory, cli) -> Path:
     """The demo month's finance CSV as the CLI writes it by default (FOCUS 1.2)."""
     out = tmp_path_factory.mktemp("focus-demo") / "finance.csv"
-    proc = subprocess.run(
-        [sys.executable, "-m", "yolocost", "--config", str(sample_db.raw_dir / "yolocost.toml"), "--db",
-         str(sample_db.path), "export", "finance", "--month", MONTH, "-o", str(out)],
-        cwd=out.parent, capture_output=True, text=True, timeout=300)
+    proc = cli("--config", str(sample_db.raw_dir / "yolocost.toml"), "--db", str(sample_db.path), "export", "finance",
+               "--month", MONTH, "-o", str(out), cwd=out.parent, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from builders import job_row, usage_run
+from helpers.builders import job_row, usage_run
 from yolocost import ledger, money
 from yolocost.config import ConfigError
 from yolocost.finance import export_finance
@@ -111,7 +111,7 @@ def test_none_charges_unallocated_capacity_to_no_project(built_db):
 
 
 def test_an_unknown_policy_is_a_config_error(tmp_path):
-    from builders import make_config
+    from helpers.builders import make_config
 
     with pytest.raises(ConfigError, match="allocation.unallocated.*none or proportional"):
         make_config(tmp_path, allocation={"unallocated": "everyone"})
@@ -169,7 +169,7 @@ def test_a_database_built_before_the_ledger_asks_for_a_build(built_db, fmt, read
     run `yolocost build` in one line (exit 2), whichever document it was asked for."""
     import duckdb
 
-    from builders import assert_one_line_error, yolocost
+    from helpers.builders import assert_one_line_error, yolocost
 
     db = built_db(USAGE, jobs=JOBS, prices=PRICES)
     con = duckdb.connect(str(db.path))

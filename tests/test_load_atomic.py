@@ -14,12 +14,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
+from helpers.builders import cli_argv
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 
@@ -73,20 +73,19 @@ def other_energy(folder: Path) -> Path:
     return folder
 
 
-def load_command(config_path: Path, db: Path, data: Path = SAMPLE) -> list[str]:
-    return [sys.executable, "-m", "yolocost", "--config", str(config_path), "--db", str(db), "load", str(data)]
+def load_args(config_path: Path, db: Path, data: Path = SAMPLE) -> list[str]:
+    return ["--config", str(config_path), "--db", str(db), "load", str(data)]
 
 
 @pytest.fixture(scope="module")
-def previous(tmp_path_factory):
+def previous(tmp_path_factory, cli):
     """(database holding the sample month, its state, the state after the reload, reload config)."""
     folder = tmp_path_factory.mktemp("previous")
     db, new = folder / "previous.duckdb", folder / "new.duckdb"
-    subprocess.run(load_command(config(folder, "2.61"), db, other_energy(folder / "data")), check=True,
-                   capture_output=True, timeout=300)
+    cli(*load_args(config(folder, "2.61"), db, other_energy(folder / "data")), check=True, text=False, timeout=300)
     shutil.copyfile(db, new)
     reload = config(folder, "2.71")
-    subprocess.run(load_command(reload, new), check=True, capture_output=True, timeout=300)
+    cli(*load_args(reload, new), check=True, text=False, timeout=300)
     before, after = state(db), state(new)
     for name in ("gpu_usage", "prices", "loads", "int_usage_priced", "mart_cluster_month", "mart_job"):
         assert before[name] != after[name], name
@@ -95,13 +94,15 @@ def previous(tmp_path_factory):
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_sigkill_mid_load_keeps_the_previous_state(point, previous, tmp_path):
+def test_sigkill_mid_load_keeps_the_previous_state(point, previous, tmp_path, cli):
     template, before, after, reload = previous
     db = tmp_path / "yc.duckdb"
     shutil.copyfile(template, db)
     trigger, delay = KILL_POINTS[point]
 
-    proc = subprocess.Popen(load_command(reload, db), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    # Popen, not the cli fixture: the load is SIGKILLed while it runs
+    proc = subprocess.Popen(cli_argv(*load_args(reload, db)), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            text=True)
     try:
         seen = []
         for line in proc.stderr:
@@ -130,5 +131,5 @@ def test_sigkill_mid_load_keeps_the_previous_state(point, previous, tmp_path):
         assert now == before, "a failed load left a partial write"
 
     # and the next load over it completes
-    subprocess.run(load_command(reload, db), check=True, capture_output=True, timeout=300)
+    cli(*load_args(reload, db), check=True, text=False, timeout=300)
     assert state(db) == after

@@ -13,13 +13,12 @@ import datetime as dt
 import hashlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from builders import assert_one_line_error, build_db, make_config, usage_run, write_raw
+from helpers.builders import assert_one_line_error, build_db, make_config, usage_run, write_raw, yolocost
 from yolocost.errors import DataError
 from yolocost.load import load_parquet_dir
 from yolocost.resources import shipped_dir
@@ -38,8 +37,7 @@ def month(sample_db, tmp_path) -> Path:
 
 
 def run(db: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(db.parent / "yolocost.toml"),
-                           "--db", str(db), "load", *args], capture_output=True, text=True, timeout=600)
+    return yolocost("--config", str(db.parent / "yolocost.toml"), "--db", str(db), "load", *args, timeout=600)
 
 
 def cut(folder: Path, select: str) -> Path:

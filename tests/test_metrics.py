@@ -1,6 +1,6 @@
 """Every metric of DESIGN.md, checked on tiny hand-made fixtures against hand arithmetic.
 
-Each fixture goes through the real Parquet loader into a real DuckDB file (tests/builders.py).
+Each fixture goes through the real Parquet loader into a real DuckDB file (tests/helpers/builders.py).
 Money in the marts is DECIMAL and is compared exactly with Decimal arithmetic written out in
 the test; only inherently floating values (hours, density, kWh, per-mAP ratios) use approx.
 Unless a test says otherwise: price of an A100 GPU-hour 2.93, grain 5 min, time zone UTC.
@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from builders import (
+from helpers.builders import (
     MJ_PER_KWH,
     NANO,
     epoch_rows,

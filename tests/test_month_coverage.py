@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from builders import intervals, job_row, ts, usage_row
+from helpers.builders import intervals, job_row, ts, usage_row
 
 HOUR = 3600
 

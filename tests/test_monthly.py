@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import subprocess
-import sys
 
 import pytest
-from builders import sample_config
+from helpers.builders import sample_config, yolocost
 
 from yolocost import db
 from yolocost.config import parse_config
 from yolocost.monthly import last_full_month
-
-CLI = [sys.executable, "-m", "yolocost"]
 
 
 @pytest.mark.parametrize("now, month", [
@@ -35,8 +31,8 @@ def setup(prom_sample, tmp_path_factory):
 
 
 def _monthly(config, *extra):
-    return subprocess.run([*CLI, "--config", str(config), "monthly", "--month", "2026-10", "--format",
-                           "html,summary,csv,index", *extra], capture_output=True, text=True, timeout=600)
+    return yolocost("--config", str(config), "monthly", "--month", "2026-10", "--format", "html,summary,csv,index",
+                    *extra, timeout=600)
 
 
 def test_monthly_twice_gives_identical_files(setup):
@@ -87,7 +83,7 @@ def test_failure_exits_non_zero_with_one_line(setup, tmp_path):
     start = text.index('url = "http://127.0.0.1:')
     line = text[start:text.index("\n", start)]
     broken.write_text(text.replace(line, 'url = "http://127.0.0.1:1"\nretries = 0'), encoding="utf-8")
-    result = subprocess.run([*CLI, "--config", str(broken), "--db", str(tmp_path / "x.duckdb"), "monthly",
-                             "--month", "2026-10"], capture_output=True, text=True, timeout=600)
+    result = yolocost("--config", str(broken), "--db", str(tmp_path / "x.duckdb"), "monthly", "--month", "2026-10",
+                      timeout=600)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: cannot reach Prometheus")

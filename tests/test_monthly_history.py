@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import csv
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
-from builders import CROSSING, Profiled, archive, sample_config, write_month
+from helpers.builders import CROSSING, Profiled, archive, sample_config, write_month
 
 from yolocost import db, load
 from yolocost.config import Config, load_config
@@ -156,13 +154,12 @@ def test_monthly_reads_no_row_of_month_n_minus_2(run, prom_sample):
     assert all(n < rows_n + ROW_GROUP for n in run.scans), run.scans
 
 
-def test_the_cli_stores_the_same_figures(history, prom_sample, run, tmp_path):
+def test_the_cli_stores_the_same_figures(history, prom_sample, run, tmp_path, cli):
     """The real `yolocost monthly` on another copy of the same database: exit 0, and every
     month's stored figures and the finance CSV are those of the profiled run."""
     shutil.copyfile(history, tmp_path / "yolocost.duckdb")
     config = month_config(prom_sample, tmp_path)
-    done = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config.source), "monthly", "--month", N,
-                           "--format", "csv"], capture_output=True, text=True, timeout=600)
+    done = cli("--config", str(config.source), "monthly", "--month", N, "--format", "csv", timeout=600)
     assert done.returncode == 0, done.stderr
     assert figures(config) == figures(run.config)
     csv_name = run.result.finance.path.name

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import (CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, make_config, write_month,
+from helpers.builders import (CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, make_config, write_month,
                       yolocost)
 
 from yolocost import db, load, months, queries

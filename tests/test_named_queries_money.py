@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from builders import BuiltDb, make_config, write_month
+from helpers.builders import BuiltDb, make_config, write_month
 
 from yolocost import db, finance, ledger, load, money, queries, templating, whatif
 from yolocost.report import data, sections

@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from builders import EUR_CONFIG, job_row, usage_row, write_raw, yolocost
-from smallfs import file_size_limit, fill, remount_read_only, tmpfs
+from helpers.builders import EUR_CONFIG, cli_argv, job_row, usage_row, write_raw, yolocost
+from helpers.smallfs import file_size_limit, fill, remount_read_only, tmpfs
 
 CONFIG = EUR_CONFIG
 T0 = "2026-03-02T00:00Z"
@@ -47,14 +46,14 @@ def finance_csv(lab) -> bytes:
 
 
 def _finance(lab: Path, out: Path | str, **kwargs) -> subprocess.CompletedProcess:
+    # subprocess.run, not the cli fixture: a test hands the CLI a stdout of its own
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}
-    return subprocess.run([sys.executable, "-m", "yolocost", "export", "finance", "--month", "2026-03", "-o", str(out)],
-                          cwd=lab, timeout=120, **pipes)
+    return subprocess.run(cli_argv("export", "finance", "--month", "2026-03", "-o", str(out)), cwd=lab, timeout=120,
+                          **pipes)
 
 
 def _query(lab: Path, out: Path | str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", "query", QUERY, "-f", "csv", "-o", str(out)],
-                          cwd=lab, capture_output=True, timeout=120, **kwargs)
+    return yolocost("query", QUERY, "-f", "csv", "-o", str(out), cwd=lab, text=False, timeout=120, **kwargs)
 
 
 def _leftovers(*folders: Path) -> list[str]:

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.builders import yolocost
 
 SECRET = "s3cr3t-T0KEN-\u00e9\u00e9-value"  # Latin-1 text; written below in an encoding that is not UTF-8
 
 
 def run(config: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "YOLOCOST_CONFIG"}
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(tmp_path / "yc.duckdb"),
-                           "ingest", "--start", "2026-10-01", "--end", "2026-10-02"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return yolocost("--config", str(config), "--db", str(tmp_path / "yc.duckdb"), "ingest", "--start", "2026-10-01",
+                    "--end", "2026-10-02", cwd=tmp_path, env=env, timeout=120)
 
 
 def one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:

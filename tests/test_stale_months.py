@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-from builders import assert_one_line_error, job_row, result_row, usage_run, write_raw, yolocost
+from helpers.builders import assert_one_line_error, job_row, result_row, usage_run, write_raw, yolocost
 
 from yolocost.config import load_config
 from yolocost.load import load_parquet_dir

@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.builders import cli_argv
 from test_bad_input import CONFIG, write_raw
 
 MONTH = "2026-10"
-CLI = [sys.executable, "-m", "yolocost"]
+CLI = cli_argv()  # subprocess.run, not the cli fixture, where the tests below break stderr themselves
 PARTIAL = "warning: the database holds 2026-10-01..2026-10-01 of October 2026"
 
 
@@ -81,9 +81,9 @@ def _without_stamps(files: dict[str, bytes]) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("quiet", [(), ("-q",)], ids=["progress", "quiet"])
 @pytest.mark.parametrize("broken", BROKEN)
-def test_report_writes_its_files_whatever_stderr_does(lab, broken, quiet):
+def test_report_writes_its_files_whatever_stderr_does(lab, broken, quiet, cli):
     argv = [*quiet, "report", "--month", MONTH, "--format", "html,summary,csv,index"]
-    ok = subprocess.run([*CLI, *argv], cwd=lab, capture_output=True, text=True, timeout=300)
+    ok = cli(*argv, cwd=lab, timeout=300)
     assert ok.returncode == 0 and PARTIAL in ok.stderr, ok.stderr  # -q or not, the warning comes
     expected = _without_stamps(_files(lab / "reports"))
     shutil.rmtree(lab / "reports")
@@ -97,10 +97,10 @@ def test_report_writes_its_files_whatever_stderr_does(lab, broken, quiet):
 
 @pytest.mark.parametrize("out", [None, "f.csv"], ids=["month-folder", "named-file"])
 @pytest.mark.parametrize("broken", BROKEN)
-def test_export_finance_writes_the_csv_whatever_stderr_does(lab, broken, out):
+def test_export_finance_writes_the_csv_whatever_stderr_does(lab, broken, out, cli):
     argv = ["-q", "export", "finance", "--month", MONTH, *(("-o", out) if out else ())]
     target = lab / out if out else lab / "reports" / MONTH / f"finance-{MONTH}.csv"
-    ok = subprocess.run([*CLI, *argv], cwd=lab, capture_output=True, text=True, timeout=300)
+    ok = cli(*argv, cwd=lab, timeout=300)
     assert ok.returncode == 0 and ok.stderr.startswith(PARTIAL), ok.stderr
     expected = target.read_bytes()
     target.unlink()
@@ -127,10 +127,9 @@ def _demo_outputs(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def demo_files(tmp_path_factory) -> dict[str, bytes]:
+def demo_files(tmp_path_factory, cli) -> dict[str, bytes]:
     out = tmp_path_factory.mktemp("demo") / "ok"
-    ok = subprocess.run([*CLI, "demo", "--out", str(out)], capture_output=True, text=True, timeout=300,
-                        env=NO_BROWSER)
+    ok = cli("demo", "--out", str(out), timeout=300, env=NO_BROWSER)
     assert ok.returncode == 0, ok.stderr
     found = _demo_outputs(out / "reports")
     assert sum(name.endswith(".pdf") for name in found) == 7 and set(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import (assert_one_line_error, build_db, epoch_rows, job_row, losses, make_config, ts, usage_run,
+from helpers.builders import (assert_one_line_error, build_db, epoch_rows, job_row, losses, make_config, ts, usage_run,
                       yolocost)
 
 from yolocost import months, whatif

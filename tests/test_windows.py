@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from builders import make_config
+from helpers.builders import make_config
 
 from yolocost.errors import YolocostError
 from yolocost.windows import ingest_window, load_window, retention_now

@@ -2,11 +2,11 @@
 
 Tests that train need torch and ultralytics (the bench extra; `make test` installs it). They
 fail when it is missing, unless YOLOCOST_SKIP_BENCH=1 says to skip them: CI must not pass by
-skipping. Shared helpers live in benchkit.py.
+skipping. Shared helpers live in tests/helpers/benchkit.py.
 """
 
 import pytest
-from benchkit import require_bench
+from helpers.benchkit import require_bench
 
 
 @pytest.fixture(scope="session")

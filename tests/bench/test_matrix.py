@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
-from benchkit import bench_env
+from helpers.benchkit import bench_env
 
 from yolocost.bench.matrix import load_matrix
 from yolocost.errors import YolocostError
@@ -59,12 +57,12 @@ def test_bad_matrix_is_one_line(tmp_path, extra, message):
         load_matrix(path)
 
 
-def test_matrix_runs_every_config_and_skips_finished_ones(bench_ready, tmp_path):
+def test_matrix_runs_every_config_and_skips_finished_ones(bench_ready, tmp_path, cli):
     path = tmp_path / "leaderboard.toml"
     path.write_text(MATRIX)
     (tmp_path / "home").mkdir()
-    cmd = [sys.executable, "-m", "yolocost", "bench", "matrix", str(path), "--out", str(tmp_path / "runs")]
-    first = subprocess.run(cmd, env=bench_env(tmp_path / "home"), capture_output=True, text=True, timeout=600)
+    cmd = ["bench", "matrix", str(path), "--out", str(tmp_path / "runs")]
+    first = cli(*cmd, env=bench_env(tmp_path / "home"), timeout=600)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.strip().splitlines()
     assert [line.split()[0] for line in lines] == ["lb-yolov8n", "lb-y26n"]
@@ -75,11 +73,11 @@ def test_matrix_runs_every_config_and_skips_finished_ones(bench_ready, tmp_path)
     # loss columns are whatever the model calls them: yolo26 has an l1_loss where yolov8 has dfl_loss
     header = (tmp_path / "runs" / "lb-y26n" / "results.csv").read_text().splitlines()[0]
     assert "train/l1_loss" in header and "train/dfl_loss" not in header
-    again = subprocess.run(cmd, env=bench_env(tmp_path / "home"), capture_output=True, text=True, timeout=600)
+    again = cli(*cmd, env=bench_env(tmp_path / "home"), timeout=600)
     assert again.returncode == 0 and again.stdout.count("skipped (finished before)") == 2
     # a damaged record fails its run only; the others go on
     (tmp_path / "runs" / "lb-yolov8n" / "yolocost-run.json").write_text("{not json")
-    damaged = subprocess.run(cmd, env=bench_env(tmp_path / "home"), capture_output=True, text=True, timeout=600)
+    damaged = cli(*cmd, env=bench_env(tmp_path / "home"), timeout=600)
     assert damaged.returncode == 2, damaged.stderr
     assert "lb-yolov8n" in damaged.stderr and "Traceback" not in damaged.stderr
     assert damaged.stdout.count("skipped (finished before)") == 1 and "failed" in damaged.stdout

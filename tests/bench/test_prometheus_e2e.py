@@ -14,15 +14,13 @@ import datetime as dt
 import json
 import math
 import socket
-import subprocess
-import sys
 import time
 from decimal import Decimal
 
 import pytest
-from benchkit import GPU_UUID, TINY, bench_env
-from livescrape import query as _query
-from promserver import PrometheusServer, free_port, scrape_job, skip_or_fail_without_prometheus
+from helpers.benchkit import GPU_UUID, TINY, bench_env
+from helpers.livescrape import query as _query
+from helpers.promserver import PrometheusServer, free_port, scrape_job, skip_or_fail_without_prometheus
 
 from yolocost.results_import import MAP50, MAP50_95, best_row, epoch_values, read_results_csv
 
@@ -57,7 +55,7 @@ def _instant(prom, query: str, at: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def e2e(bench_ready, tmp_path_factory):
+def e2e(bench_ready, tmp_path_factory, cli):
     skip_or_fail_without_prometheus()
     root = tmp_path_factory.mktemp("bench-e2e")
     (root / "home").mkdir()
@@ -68,13 +66,12 @@ def e2e(bench_ready, tmp_path_factory):
         with PrometheusServer(root / "prom", scrape_configs=scrapes) as prom:
             prom.wait_for_targets(2)  # the runner's target is down until it serves: scraped from its first second
             started = time.monotonic()
-            run = subprocess.run(
-                [sys.executable, "-m", "yolocost", "bench", "run", "--job-id", "e2e-v8n", "--out", str(root / "runs"),
-                 "--project", "vision", "--user", "alice", "--image-tag", "train-yolov8-nano-cu121",
-                 "--image-digest", "sha256:" + "ab" * 32, "--metrics-addr", "127.0.0.1",
-                 "--metrics-port", str(runner_port), "--gpu-sampler", "--linger", "3", *TINY],
-                env=bench_env(root / "home", CUDA_VISIBLE_DEVICES=GPU_UUID), capture_output=True, text=True,
-                timeout=600)
+            run = cli(
+                "bench", "run", "--job-id", "e2e-v8n", "--out", str(root / "runs"),
+                "--project", "vision", "--user", "alice", "--image-tag", "train-yolov8-nano-cu121",
+                "--image-digest", "sha256:" + "ab" * 32, "--metrics-addr", "127.0.0.1",
+                "--metrics-port", str(runner_port), "--gpu-sampler", "--linger", "3", *TINY,
+                env=bench_env(root / "home", CUDA_VISIBLE_DEVICES=GPU_UUID), timeout=600)
             training_seconds = time.monotonic() - started
             assert run.returncode == 0, run.stderr
             run_dir = root / "runs" / "e2e-v8n"
@@ -91,11 +88,10 @@ def e2e(bench_ready, tmp_path_factory):
                 f'[ingest]\ngrain_seconds = {GRAIN}\n'
                 f'[[prices]]\ngpu_model = "{GPU_MODEL}"\nprice_per_gpu_hour = "{PRICE}"\n', encoding="utf-8")
             window_start = begin.timestamp() // GRAIN * GRAIN - GRAIN
-            ingest = subprocess.run(
-                [sys.executable, "-m", "yolocost", "--config", str(config), "ingest",
-                 "--start", dt.datetime.fromtimestamp(window_start, UTC).isoformat(),
-                 "--end", dt.datetime.fromtimestamp(window_end, UTC).isoformat()],
-                capture_output=True, text=True, timeout=300)
+            ingest = cli(
+                "--config", str(config), "ingest",
+                "--start", dt.datetime.fromtimestamp(window_start, UTC).isoformat(),
+                "--end", dt.datetime.fromtimestamp(window_end, UTC).isoformat(), timeout=300)
             assert ingest.returncode == 0, ingest.stderr + prom.log_tail()
             held_samples = _instant(prom, 'count_over_time(yolocost_job_info{job_id="e2e-v8n"}[1h])', window_end)
     finally:
@@ -166,7 +162,7 @@ def test_final_map_and_cost_per_map_point(e2e):
     assert job["cost_per_map50_point"] == pytest.approx(expected, rel=1e-9)
 
 
-def test_import_results_of_a_plain_ultralytics_folder(e2e, tmp_path):
+def test_import_results_of_a_plain_ultralytics_folder(e2e, tmp_path, cli):
     """Without its run record the folder is a plain Ultralytics run: its mAP is the best epoch's."""
     import shutil
 
@@ -175,9 +171,8 @@ def test_import_results_of_a_plain_ultralytics_folder(e2e, tmp_path):
     for name in ("results.csv", "args.yaml"):
         shutil.copy(e2e["run_dir"] / name, plain / name)
     db = tmp_path / "import.duckdb"
-    result = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(e2e["config"]), "--db", str(db),
-                             "import-results", str(plain), str(e2e["run_dir"])], capture_output=True, text=True,
-                            timeout=120)
+    result = cli("--config", str(e2e["config"]), "--db", str(db), "import-results", str(plain), str(e2e["run_dir"]),
+                 timeout=120)
     assert result.returncode == 0, result.stderr
     best = best_row(read_results_csv(plain / "results.csv"))
     got = {r["job_id"]: r for r in _query(db, "SELECT * FROM job_results")}

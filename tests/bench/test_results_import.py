@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+from helpers.builders import yolocost
 
 from yolocost.runrecord import Attempt, RunRecord
 
@@ -39,8 +39,7 @@ def _config(tmp_path: Path) -> Path:
 
 
 def _import(config: Path, *folders: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "import-results", *flags,
-                           *map(str, folders)], capture_output=True, text=True, timeout=120)
+    return yolocost("--config", str(config), "import-results", *flags, *map(str, folders), timeout=120)
 
 
 def _rows(db: Path, sql: str) -> list[tuple]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
+from helpers.builders import yolocost
 
 HEADER = "epoch,time,train/box_loss,metrics/mAP50(B),metrics/mAP50-95(B)"
 GOOD = ("1,10.5,1.9,0.15,0.05", "2,21.0,1.7,0.41,0.21")
@@ -30,8 +30,7 @@ def _import(tmp_path: Path, *folders: Path) -> subprocess.CompletedProcess:
     config = tmp_path / "yolocost.toml"
     config.write_text(f'[database]\npath = "{tmp_path / "db.duckdb"}"\n', encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "YOLOCOST_CONFIG"}
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "import-results",
-                           *map(str, folders)], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    return yolocost("--config", str(config), "import-results", *map(str, folders), timeout=120, env=env, cwd=tmp_path)
 
 
 def _contents(db: Path) -> dict[str, list[tuple]]:

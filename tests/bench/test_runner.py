@@ -1,7 +1,7 @@
 """`yolocost bench run` offline, killed after its first epoch and rerun: it resumes from last.pt.
 
 The runs happen in a fresh network namespace (`unshare -n`, loopback only) where the machine
-allows it, and always under netguard.py, which logs any socket call that would leave
+allows it, and always under helpers/netguard.py, which logs any socket call that would leave
 loopback: both must show no request. HOME is an empty temporary folder that must stay empty.
 """
 
@@ -11,7 +11,7 @@ import json
 import subprocess
 
 import pytest
-from benchkit import GPU_UUID, TINY, bench_env, can_unshare_net, files_under, yolocost_cmd
+from helpers.benchkit import GPU_UUID, TINY, bench_env, can_unshare_net, files_under, yolocost_cmd
 
 from yolocost.results_import import read_results_csv
 
@@ -29,6 +29,7 @@ def resumed(bench_ready, tmp_path_factory):
             "--user", "alice", *TINY)
     runs = []
     for extra in (("--stop-after-epoch", "1"), ("--gpu-sampler",)):
+        # subprocess.run of yolocost_cmd, not the cli fixture: the run goes through netguard.py and unshare -n
         cmd = yolocost_cmd(*args, *extra, netlog=netlog, no_network=offline)
         runs.append(subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600))
     return runs, out / "resume-1", home, netlog, offline

@@ -1,5 +1,5 @@
 """`yolocost bench run` recovering from how earlier attempts ended, and refusing bad inputs
-before an attempt is counted. Runs under netguard.py (no socket call may leave loopback)."""
+before an attempt is counted. Runs under helpers/netguard.py (no socket call may leave loopback)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import subprocess
 
 import pytest
-from benchkit import GPU_UUID, TINY, bench_env, yolocost_cmd
+from helpers.benchkit import GPU_UUID, TINY, bench_env, yolocost_cmd
 
 from yolocost.results_import import read_results_csv
 
@@ -20,6 +20,7 @@ def _tiny(**changes: str) -> list[str]:
 
 
 def _run(root, job: str, *extra: str) -> subprocess.CompletedProcess:
+    # subprocess.run of yolocost_cmd, not the cli fixture: the run goes through netguard.py
     home, netlog = root / "home", root / "network.log"
     home.mkdir(exist_ok=True)
     netlog.touch()
@@ -114,6 +115,7 @@ def test_a_port_in_use_is_one_line_and_counts_no_attempt(bench_ready, tmp_path):
         port = taken.getsockname()[1]
         home, netlog = tmp_path / "home", tmp_path / "network.log"
         home.mkdir()
+        # subprocess.run of yolocost_cmd, not the cli fixture: the run goes through netguard.py
         cmd = yolocost_cmd("bench", "run", "--job-id", "port", "--out", str(tmp_path / "runs"), "--metrics-addr",
                            "127.0.0.1", "--metrics-port", str(port), *TINY, netlog=netlog)
         result = subprocess.run(cmd, env=bench_env(home, CUDA_VISIBLE_DEVICES=GPU_UUID), capture_output=True,

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from builders import CLI_WITHOUT_BENCH
+from helpers.builders import CLI_WITHOUT_BENCH
 
 BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
     try:
@@ -23,6 +23,7 @@ BLOCK = CLI_WITHOUT_BENCH + textwrap.dedent("""
 
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    # python -c, not the cli fixture: the CLI runs where importing the bench extra fails
     return subprocess.run([sys.executable, "-c", BLOCK, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

@@ -10,11 +10,12 @@ import time
 from decimal import Decimal
 
 import pytest
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 # ---- the numbers of the fixture hour, by hand
 
 
-def test_good_ingest_numbers_by_hand(good_db, h):
+def test_good_ingest_numbers_by_hand(good_db):
     """Rows of the 3-hour window: only the data hour holds samples.
 
     Interval i (0..11) starts at DATA_START + 300 s x i and holds samples k = 10i .. 10i+9
@@ -66,7 +67,7 @@ def test_good_ingest_numbers_by_hand(good_db, h):
     assert [tuple(float(v) for v in r) for r in cluster] == [(2.0, 1.0, 1.0, 0.5, 4.0, 2.0, 2.0, 714e6)]
 
 
-def test_window_ending_30_minutes_into_the_data(yc, prom, good_db, tmp_path, h):
+def test_window_ending_30_minutes_into_the_data(yc, prom, good_db, tmp_path):
     """The data start 30 minutes before the window ends: 60 samples, one every 30 s, are
     not a 60 s scrape. The rows are the first half hour of the full ingest."""
     db = tmp_path / "half.duckdb"
@@ -79,7 +80,7 @@ def test_window_ending_30_minutes_into_the_data(yc, prom, good_db, tmp_path, h):
 # ---- rerunning the same window
 
 
-def test_rerun_leaves_identical_tables_and_marts(yc, prom, tmp_path, h):
+def test_rerun_leaves_identical_tables_and_marts(yc, prom, tmp_path):
     db = tmp_path / "yc.duckdb"
     config = yc.config(prom.url)
     h.assert_ok(yc.ingest(config, db))
@@ -125,7 +126,7 @@ BEFORE_COMMIT = {"fetching", "write-begins", "replacing", "models"}
 
 
 @pytest.fixture(scope="module")
-def previous(prom, tmp_path_factory, h):
+def previous(prom, tmp_path_factory):
     """(database, its state, the complete new state): the database holds the window up to
     45 minutes into the data hour, ingested at 2.00; the new state is the whole window
     ingested on top at 3.00, so raw rows, jobs, prices, loads and marts all differ."""
@@ -148,7 +149,7 @@ def _distinct_loads(state: dict) -> dict:
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_sigkill_mid_ingest_keeps_the_previous_state(point, previous, yc, prom, tmp_path, h):
+def test_sigkill_mid_ingest_keeps_the_previous_state(point, previous, yc, prom, tmp_path):
     template, before, after = previous
     db = tmp_path / "yc.duckdb"
     shutil.copyfile(template, db)

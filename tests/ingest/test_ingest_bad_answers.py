@@ -17,6 +17,7 @@ import threading
 import urllib.parse
 
 import pytest
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 GPU = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-aaa", "gpu": "0", "Hostname": "h1",
        "modelName": "NVIDIA A100-SXM4-80GB", "job": "dcgm", "instance": "h1:9400"}
@@ -137,7 +138,7 @@ def serve():
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_broken_answer_is_one_line_naming_the_server(yc, prior_db, h, serve, case):
+def test_broken_answer_is_one_line_naming_the_server(yc, prior_db, serve, case):
     broken, needles = CASES[case]
     url = serve(broken)
     with h.unchanged(prior_db):

@@ -1,7 +1,7 @@
 """What `yolocost ingest` replaces: the GPU-intervals the server returns, never those of GPUs
 or hosts it leaves out (a selector, a server that holds fewer GPUs) unless --allow-loss.
 
-The fixture hour (conftest.py): GPU-aaa and GPU-bbb on host h1, each present 3,600 s of the
+The fixture hour (helpers/hourcluster.py): GPU-aaa and GPU-bbb on host h1, each present 3,600 s of the
 window (12 intervals of 300 s), at 2.00 per GPU-hour: 4.00 in all, 2.00 per GPU.
 """
 
@@ -11,16 +11,17 @@ import datetime as dt
 import subprocess
 from decimal import Decimal
 
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
+
 WITHOUT_BBB = "selector = 'UUID!=\"GPU-bbb\"'"
 COST = "SELECT sum(total_cost) FROM mart_cluster_month"
 
 
 def _run(yc, config, db, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*yc.args(config, db), *extra], cwd=yc.folder, env=yc._env(None),
-                          capture_output=True, text=True, timeout=120)
+    return yc.ingest(config, db, extra=extra)
 
 
-def test_a_selector_that_leaves_out_a_gpu_is_refused(yc, prior_db, h, prom):
+def test_a_selector_that_leaves_out_a_gpu_is_refused(yc, prior_db, prom):
     """The same window with `UUID!="GPU-bbb"` used to replace the stored window with GPU-aaa
     alone (exit 0): GPU-bbb's 12 stored rows would be lost, so it stops, naming them."""
     config = yc.config(prom.url, prometheus=WITHOUT_BBB)
@@ -34,7 +35,7 @@ def test_a_selector_that_leaves_out_a_gpu_is_refused(yc, prior_db, h, prom):
         "[prometheus] selector", "--allow-loss")
 
 
-def test_allow_loss_replaces_the_window_with_what_the_server_returns(yc, prior_db, h, prom):
+def test_allow_loss_replaces_the_window_with_what_the_server_returns(yc, prior_db, prom):
     """With --allow-loss the window holds GPU-aaa's rows alone, exactly as before, and the
     month costs 1 GPU-hour x 2.00 = 2.00."""
     config = yc.config(prom.url, prometheus=WITHOUT_BBB)
@@ -48,7 +49,7 @@ def test_allow_loss_replaces_the_window_with_what_the_server_returns(yc, prior_d
     assert h.query(prior_db, COST) == [(Decimal("2.00"),)]
 
 
-def test_a_rerun_of_the_same_window_needs_no_flag(yc, prior_db, h, prom):
+def test_a_rerun_of_the_same_window_needs_no_flag(yc, prior_db, prom):
     """Idempotence: the same server and window again replaces the window, every figure equal."""
     before = h.state(prior_db)
     h.assert_ok(yc.ingest(yc.config(prom.url), prior_db))
@@ -56,7 +57,7 @@ def test_a_rerun_of_the_same_window_needs_no_flag(yc, prior_db, h, prom):
     assert {k: v for k, v in after.items() if k != "loads"} == {k: v for k, v in before.items() if k != "loads"}
 
 
-def test_a_renamed_cluster_is_refused(yc, prior_db, h, prom):
+def test_a_renamed_cluster_is_refused(yc, prior_db, prom):
     """The database holds cluster t's window; ingesting it as cluster u would bill every
     GPU-interval twice (the marts do not tell clusters apart): refused, nothing changed."""
     config = yc.config(prom.url)

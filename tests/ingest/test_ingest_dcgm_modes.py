@@ -27,11 +27,10 @@ By hand (120 samples a series in the window, 30 s each; at 2.00 a GPU-hour):
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-import sys
 from decimal import Decimal
 
 import pytest
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 
 SCRAPE, SAMPLES = 30, 120
@@ -151,29 +150,29 @@ def _by_series(lines: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def modes_prom(h, tmp_path_factory):
+def modes_prom(tmp_path_factory):
     with h.serve_openmetrics(tmp_path_factory.mktemp("modes"), _openmetrics(h.DATA_START)) as server:
         yield server
 
 
-def _seconds(h, db, column: str = "seconds_present") -> list[tuple]:
+def _seconds(db, column: str = "seconds_present") -> list[tuple]:
     return h.query(db, f"SELECT gpu_uuid, coalesce(job_id, '-'), sum({column}) FROM gpu_usage GROUP BY ALL ORDER BY 1, 2")
 
 
-def test_late_scrapes_on_a_plain_gpu_are_each_counted_once(h, modes_prom, tmp_path):
+def test_late_scrapes_on_a_plain_gpu_are_each_counted_once(modes_prom, tmp_path):
     yc = h.Yolocost(tmp_path)
     db = tmp_path / "yc.duckdb"
     config = yc.config(modes_prom.url, prometheus='selector = \'cluster="new", UUID="GPU-fff"\'')
     result = yc.ingest(config, db)
     h.assert_ok(result)
-    assert _seconds(h, db) == [("GPU-fff", "ml/late", Decimal(3600))]
-    assert _seconds(h, db, "seconds_busy") == [("GPU-fff", "ml/late", Decimal(1800))]
-    assert _seconds(h, db, "seconds_idle") == [("GPU-fff", "ml/late", Decimal(1800))]
+    assert _seconds(db) == [("GPU-fff", "ml/late", Decimal(3600))]
+    assert _seconds(db, "seconds_busy") == [("GPU-fff", "ml/late", Decimal(1800))]
+    assert _seconds(db, "seconds_idle") == [("GPU-fff", "ml/late", Decimal(1800))]
     # energy: 119 deltas of 3,000,000 mJ (the first sample has no previous one)
     assert h.query(db, "SELECT sum(energy_mj) FROM gpu_usage") == [(119 * 3_000_000,)]
 
 
-def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, tmp_path):
+def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(modes_prom, tmp_path, cli):
     yc = h.Yolocost(tmp_path)
     db = tmp_path / "yc.duckdb"
     config = yc.config(modes_prom.url, prometheus='selector = \'cluster="new"\'')
@@ -185,7 +184,7 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
     allowed = yc.ingest(config, db, extra=("--allow-uncounted",))
     h.assert_ok(allowed)
     assert "warning: --allow-uncounted: 12 samples (360 GPU-seconds)" in allowed.stderr
-    assert _seconds(h, db) == [("GPU-eee", "j9", Decimal(3240)), ("GPU-fff", "ml/late", Decimal(3600))]
+    assert _seconds(db) == [("GPU-eee", "j9", Decimal(3240)), ("GPU-fff", "ml/late", Decimal(3600))]
     # one note per 300 s interval: the late sample k = 5, 15, ... falls mid-interval, one each
     notes = h.query(db, "SELECT kind, hostname, gpu_uuid, count(*), sum(samples), sum(seconds), "
                         "count(DISTINCT window_start), max(epoch(window_end) - epoch(window_start)) "
@@ -197,9 +196,8 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
 
     # the reports say what the month was billed without: the admin report names the GPU
     month = h.DATA_START.strftime("%Y-%m")
-    report = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db), "report",
-                             "--month", month, "--format", "html"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=600)
+    report = cli("--config", str(config), "--db", str(db), "report", "--month", month, "--format", "html",
+                 cwd=tmp_path, timeout=600)
     h.assert_ok(report)
     admin = (tmp_path / "reports" / month / "admin.html").read_text(encoding="utf-8")
     assert "Incomplete data." in admin and "360 GPU-seconds of 1 shared, MIG or job-info GPU(s)" in admin
@@ -209,21 +207,21 @@ def test_late_scrapes_on_a_joined_gpu_stop_the_ingest_naming_it(h, modes_prom, t
     assert "GPU-eee" not in project
 
 
-def test_old_namespace_labels_are_read(h, modes_prom, tmp_path):
+def test_old_namespace_labels_are_read(modes_prom, tmp_path):
     """`--use-old-namespace`: `uuid`, `pod_name`, `pod_namespace`, `container_name`; job-info
     names the GPU by `UUID`, and claims it all the same."""
     yc = h.Yolocost(tmp_path)
     db = tmp_path / "yc.duckdb"
     result = yc.ingest(yc.config(modes_prom.url, prometheus='selector = \'cluster="old"\''), db)
     h.assert_ok(result)
-    assert _seconds(h, db) == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(3600)),
+    assert _seconds(db) == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(3600)),
                                ("GPU-hhh", "-", Decimal(3600))]
-    assert _seconds(h, db, "seconds_busy") == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(0)),
+    assert _seconds(db, "seconds_busy") == [("GPU-ccc", "ml/old-a", Decimal(3600)), ("GPU-ddd", "j7", Decimal(0)),
                                                ("GPU-hhh", "-", Decimal(0))]
     assert h.query(db, "SELECT DISTINCT hostname, gpu_model FROM gpu_usage") == [("n-old", MODEL)]
 
 
-def test_virtual_gpus_are_shared_by_their_pods_each_with_its_own_utilization(h, modes_prom, tmp_path):
+def test_virtual_gpus_are_shared_by_their_pods_each_with_its_own_utilization(modes_prom, tmp_path):
     """Two pods share GPU-vvv all hour: half the GPU's time each (the device-level series is
     the GPU, not a third owner), busy and idle from each pod's own utilization (80 and 3),
     peak memory its own (3,000 and 1,000 MiB), the GPU's energy (119 deltas of 6,000,000 mJ)
@@ -239,7 +237,7 @@ def test_virtual_gpus_are_shared_by_their_pods_each_with_its_own_utilization(h, 
         ("ml/share-b", 1800.0, 0.0, 1800.0, 3.0, 1000.0, 357_000_000)]
 
 
-def test_slurm_jobs_share_a_gpu_and_a_mig_instance_is_its_own(h, modes_prom, tmp_path):
+def test_slurm_jobs_share_a_gpu_and_a_mig_instance_is_its_own(modes_prom, tmp_path):
     """hpc_job: two jobs listed for GPU-sss get half its time each (never double); job 1003
     holds MIG instance 1 of GPU-mmm all hour, its utilization from the profiling metric."""
     yc = h.Yolocost(tmp_path)
@@ -253,7 +251,7 @@ def test_slurm_jobs_share_a_gpu_and_a_mig_instance_is_its_own(h, modes_prom, tmp
         ("GPU-sss", "1002", None, 1800.0, 0.0, 119 * 2_000_000)]
 
 
-def test_a_profiling_metric_paused_part_of_an_interval_keeps_every_sample(h, modes_prom, tmp_path):
+def test_a_profiling_metric_paused_part_of_an_interval_keeps_every_sample(modes_prom, tmp_path):
     """`utilization = "auto"` takes the profiling metric where it is there, sample by sample:
     the GPU is present all hour (120 samples), busy for the 65 samples at 90 % (1,950 s), its
     mean utilization (65 x 90 + 55 x 40) / 120, mean power 100 W."""
@@ -267,7 +265,7 @@ def test_a_profiling_metric_paused_part_of_an_interval_keeps_every_sample(h, mod
         (3600.0, 1950.0, 0.0, round((65 * 90 + 55 * 40) / 120, 6), 100.0)]
 
 
-def test_both_uuid_spellings_in_one_window_are_refused(h, modes_prom, tmp_path):
+def test_both_uuid_spellings_in_one_window_are_refused(modes_prom, tmp_path):
     yc = h.Yolocost(tmp_path)
     result = yc.ingest(yc.config(modes_prom.url), tmp_path / "yc.duckdb")
     h.assert_one_line_error(result, "name GPUs by UUID on some hosts and by uuid (dcgm-exporter --use-old-namespace)",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import sample_config
+from helpers.builders import sample_config
 
 from yolocost.attribution import Attribution, pod_of
 from yolocost.config import Labels, load_config

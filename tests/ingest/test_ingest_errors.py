@@ -21,10 +21,12 @@ import pytest
 
 from yolocost import db as ydb
 
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
+
 # ---- 1. nothing there
 
 
-def test_nothing_listening(yc, prior_db, h):
+def test_nothing_listening(yc, prior_db):
     port = h.free_port()
     config = yc.config(f"http://127.0.0.1:{port}")
     with h.unchanged(prior_db):
@@ -33,7 +35,7 @@ def test_nothing_listening(yc, prior_db, h):
                             "after 2 attempt(s)")
 
 
-def test_a_window_whose_first_interval_has_not_ended(yc, prior_db, h):
+def test_a_window_whose_first_interval_has_not_ended(yc, prior_db):
     """Nothing has happened yet: said as such, before any server is asked (the exporter is
     not to blame)."""
     port = h.free_port()
@@ -76,7 +78,7 @@ HTML = b"<!doctype html><html><head><title>Intranet</title></head><body><h1>Welc
     (404, HTML, "text/html", "HTTP 404, text/html"),  # a web server without /api/v1 at all
     (200, b'{"hello": "world"}', "application/json", "HTTP 200, application/json"),  # JSON, not the API's
 ], ids=["html", "html-404", "other-json"])
-def test_http_server_that_is_not_prometheus(yc, prior_db, h, status, body, content_type, kind):
+def test_http_server_that_is_not_prometheus(yc, prior_db, status, body, content_type, kind):
     handler = type("Handler", (_NotPrometheus,), {"status": status, "body": body, "content_type": content_type})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -97,14 +99,14 @@ WRONG = "not-the-Pa55word-8472"
 
 
 @pytest.fixture(scope="module")
-def secured(backfilled, h):
+def secured(backfilled):
     """A Prometheus that requires basic auth (the harness' test user and password)."""
     with h.serve(backfilled("full"), auth=True) as server:
         yield server
 
 
 @pytest.mark.parametrize("how", ["password_env", "password_in_url", "no_credentials"])
-def test_wrong_credentials(yc, prior_db, h, secured, how):
+def test_wrong_credentials(yc, prior_db, secured, how):
     port = secured.url.rsplit(":", 1)[1]
     env = {}
     if how == "password_env":
@@ -124,7 +126,7 @@ def test_wrong_credentials(yc, prior_db, h, secured, how):
 
 
 @pytest.mark.parametrize("how", ["password_env", "password_file"])
-def test_right_credentials(yc, good_db, tmp_path, h, secured, how):
+def test_right_credentials(yc, good_db, tmp_path, secured, how):
     if how == "password_env":
         config = yc.config(secured.url, prometheus=f'username = "{h.AUTH_USER}"\npassword_env = "YC_TEST_PROM_PASSWORD"')
     else:
@@ -141,7 +143,7 @@ def test_right_credentials(yc, good_db, tmp_path, h, secured, how):
 # ---- 4. --query.max-samples
 
 
-def test_max_samples_too_small_even_for_one_interval(yc, prior_db, h, prometheus):
+def test_max_samples_too_small_even_for_one_interval(yc, prior_db, prometheus):
     server = prometheus(flags=["--query.max-samples=5"])  # less than the 10 steps of one interval
     with h.unchanged(prior_db):
         result = yc.ingest(yc.config(server.url), prior_db)
@@ -150,7 +152,7 @@ def test_max_samples_too_small_even_for_one_interval(yc, prior_db, h, prometheus
 
 
 @pytest.mark.parametrize("max_samples", [200, 100])
-def test_max_samples_splits_chunks_and_keeps_the_rows(yc, good_db, tmp_path, h, prometheus, max_samples):
+def test_max_samples_splits_chunks_and_keeps_the_rows(yc, good_db, tmp_path, prometheus, max_samples):
     """Limits that refuse the 3-hour chunk but take smaller ones (100 needs several splits): same rows."""
     server = prometheus(flags=[f"--query.max-samples={max_samples}"])
     db = tmp_path / "split.duckdb"
@@ -168,7 +170,7 @@ def test_max_samples_splits_chunks_and_keeps_the_rows(yc, good_db, tmp_path, h, 
 # ---- 5. --query.timeout
 
 
-def test_query_timeout_too_small(yc, prior_db, h, prometheus):
+def test_query_timeout_too_small(yc, prior_db, prometheus):
     server = prometheus(flags=["--query.timeout=1ms"])  # the smallest duration Prometheus accepts
     with h.unchanged(prior_db):
         result = yc.ingest(yc.config(server.url), prior_db)
@@ -183,7 +185,7 @@ def test_query_timeout_too_small(yc, prior_db, h, prometheus):
 # ---- 5b. dcgm-exporter scraped less often than configured
 
 
-def test_scrape_slower_than_configured(yc, prior_db, h, prom):
+def test_scrape_slower_than_configured(yc, prior_db, prom):
     """The data hold a sample every 30 s; configured as 15 s, half of each interval's 15 s
     steps have no sample, so present seconds would come out halved: refused."""
     config = yc.config(prom.url, prometheus="scrape_interval_seconds = 15")
@@ -199,7 +201,7 @@ def test_scrape_slower_than_configured(yc, prior_db, h, prom):
 # ---- 6. a metric missing entirely
 
 
-def test_stored_intervals_the_server_no_longer_holds_are_not_deleted(yc, prior_db, h, prometheus, tmp_path):
+def test_stored_intervals_the_server_no_longer_holds_are_not_deleted(yc, prior_db, prometheus, tmp_path):
     """The database holds the whole hour; this server only its second half (as a Prometheus
     whose retention has passed the first): replacing the window would delete 30 minutes of
     stored usage, so it is refused. Into an empty database the same server's data go, with
@@ -219,7 +221,7 @@ def test_stored_intervals_the_server_no_longer_holds_are_not_deleted(yc, prior_d
     assert h.query(empty, "SELECT count(*) FROM gpu_usage") == [(12,)]
 
 
-def test_no_uuid_label(yc, prior_db, h, prometheus):
+def test_no_uuid_label(yc, prior_db, prometheus):
     """Series that name no GPU would give no rows at all: a misconfigured exporter, refused."""
     server = prometheus("no_uuid")
     with h.unchanged(prior_db):
@@ -233,7 +235,7 @@ def test_no_uuid_label(yc, prior_db, h, prometheus):
     ("no_util", ["holds no DCGM_FI_DEV_GPU_UTIL or DCGM_FI_PROF_GR_ENGINE_ACTIVE series",
                  "is dcgm-exporter scraped there?"]),
 ])
-def test_missing_metric(yc, prior_db, h, prometheus, variant, needles):
+def test_missing_metric(yc, prior_db, prometheus, variant, needles):
     server = prometheus(variant)
     with h.unchanged(prior_db):
         result = yc.ingest(yc.config(server.url), prior_db)
@@ -244,7 +246,7 @@ def test_missing_metric(yc, prior_db, h, prometheus, variant, needles):
 # ---- 7. one ingest at a time
 
 
-def test_second_ingest_refused_while_the_lock_is_held(yc, prior_db, h, prom):
+def test_second_ingest_refused_while_the_lock_is_held(yc, prior_db, prom):
     config = yc.config(prom.url)
     with ydb.exclusive(prior_db, "ingest"):  # as another yolocost process would hold it
         with h.unchanged(prior_db):
@@ -254,7 +256,7 @@ def test_second_ingest_refused_while_the_lock_is_held(yc, prior_db, h, prom):
     h.assert_ok(yc.ingest(config, prior_db))  # released: the next one runs
 
 
-def test_second_ingest_refused_while_one_runs(yc, prior_db, h, prom):
+def test_second_ingest_refused_while_one_runs(yc, prior_db, prom):
     """A real first ingest, stuck on a server that accepts connections and never answers."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))

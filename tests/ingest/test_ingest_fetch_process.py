@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 
 def _children(pid: int) -> list[int]:
@@ -38,8 +39,9 @@ def stuck(yc):
         yield yc.config(f"http://127.0.0.1:{silent.getsockname()[1]}", prometheus="timeout_seconds = 120")
 
 
-def _start(yc, config: Path, db: Path, h) -> tuple[subprocess.Popen, int]:
+def _start(yc, config: Path, db: Path) -> tuple[subprocess.Popen, int]:
     """The ingest in its own process group (as a shell runs a command), and its fetch child."""
+    # Popen, not the cli fixture: the test kills the fetch child of the running ingest
     proc = subprocess.Popen(yc.args(config, db), cwd=yc.folder, env=yc._env(None), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     h.wait_for(lambda: _children(proc.pid) or proc.poll() is not None, what="the fetch process")
@@ -48,9 +50,9 @@ def _start(yc, config: Path, db: Path, h) -> tuple[subprocess.Popen, int]:
     return proc, child
 
 
-def test_a_fetch_process_killed_by_the_system_is_one_line_and_changes_nothing(yc, stuck, prior_db, h):
+def test_a_fetch_process_killed_by_the_system_is_one_line_and_changes_nothing(yc, stuck, prior_db):
     with h.unchanged(prior_db):
-        proc, child = _start(yc, stuck, prior_db, h)
+        proc, child = _start(yc, stuck, prior_db)
         try:
             os.kill(child, signal.SIGKILL)  # as the out-of-memory killer would
             out, err = proc.communicate(timeout=60)
@@ -62,18 +64,18 @@ def test_a_fetch_process_killed_by_the_system_is_one_line_and_changes_nothing(yc
     assert not list(prior_db.parent.glob(f".{prior_db.name}.ingest-*"))  # its scratch folder went
 
 
-def test_the_fetch_process_dies_with_a_killed_ingest_and_the_lock_goes_at_once(yc, stuck, prior_db, prom, h):
-    proc, child = _start(yc, stuck, prior_db, h)
+def test_the_fetch_process_dies_with_a_killed_ingest_and_the_lock_goes_at_once(yc, stuck, prior_db, prom):
+    proc, child = _start(yc, stuck, prior_db)
     h.kill_and_reap(proc)  # SIGKILL: the parent runs no code of its own after it
     h.wait_for(lambda: _gone(child), timeout=10, what="the fetch process to end with its parent")
     h.assert_ok(yc.ingest(yc.config(prom.url), prior_db))
 
 
-def test_ctrl_c_stops_the_fetch_process_too(yc, stuck, prior_db, h):
+def test_ctrl_c_stops_the_fetch_process_too(yc, stuck, prior_db):
     """SIGINT to the whole process group, as a terminal sends it: one `error: interrupted`
     (the child says nothing), status 130, and no process left behind."""
     with h.unchanged(prior_db):
-        proc, child = _start(yc, stuck, prior_db, h)
+        proc, child = _start(yc, stuck, prior_db)
         try:
             os.killpg(proc.pid, signal.SIGINT)
             _, err = proc.communicate(timeout=60)

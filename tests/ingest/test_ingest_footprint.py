@@ -7,10 +7,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
-def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path, h):
+
+def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path):
     db = tmp_path / "yc.duckdb"
-    cli_args = yc.args(yc.config(prom.url), db)[3:]  # after `python -m yolocost`
+    cli_args = yc.cli_args(yc.config(prom.url), db)
     probe = (
         "import atexit, runpy, sys\n"
         "atexit.register(lambda: print('loaded:', [m for m in ('pyarrow', 'pandas') if m in sys.modules], "
@@ -18,6 +20,7 @@ def test_ingest_loads_neither_pyarrow_nor_pandas(prom, yc, tmp_path, h):
         f"sys.argv = ['yolocost', *{cli_args!r}]\n"
         "runpy.run_module('yolocost', run_name='__main__', alter_sys=True)\n"
     )
+    # python -c, not the cli fixture: the probe reports which modules the run imported
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=yc._env(None),
                             capture_output=True, text=True, timeout=120)
     h.assert_ok(result)

@@ -23,6 +23,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 
 SCRAPE, SAMPLES, HALF = 30, 120, 60
@@ -68,12 +69,12 @@ def _openmetrics(data_start: dt.datetime) -> str:
 
 
 @pytest.fixture(scope="module")
-def kube_prom(h, tmp_path_factory):
+def kube_prom(tmp_path_factory):
     with h.serve_openmetrics(tmp_path_factory.mktemp("kube"), _openmetrics(h.DATA_START)) as server:
         yield server
 
 
-def test_image_spec_and_pod_uid_make_the_bill(h, kube_prom, tmp_path):
+def test_image_spec_and_pod_uid_make_the_bill(kube_prom, tmp_path):
     yc = h.Yolocost(tmp_path)
     db = tmp_path / "yc.duckdb"
     result = yc.ingest(yc.config(kube_prom.url), db)

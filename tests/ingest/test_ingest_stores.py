@@ -1,6 +1,6 @@
 """How the ingest learns what the metric store does: measured on the data, never read from a version.
 
-The fixture hour of conftest.py, imported into a real VictoriaMetrics with every sample on a
+The fixture hour of helpers/hourcluster.py, imported into a real VictoriaMetrics with every sample on a
 multiple of 30 s (as a scrape without jitter stores them). VictoriaMetrics answers
 `/api/v1/status/buildinfo` with nothing and bounds ranges like Prometheus 3 (left-open); an
 ingest that took closed ranges for granted read nothing from it and wrote a zero bill with
@@ -11,18 +11,16 @@ hold no samples to measure on.
 from __future__ import annotations
 
 import datetime as dt
-import sys
-from pathlib import Path
 
 import pytest
+from helpers.vmserver import VictoriaMetricsServer, exposition_line, fail_without_victoriametrics
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from vmserver import VictoriaMetricsServer, exposition_line, fail_without_victoriametrics  # noqa: E402
+from yolocost.config import load_config
+from yolocost.errors import DataError
+from yolocost.ingest import ingest
+from yolocost.storeprobe import StoreProbe
 
-from yolocost.config import load_config  # noqa: E402
-from yolocost.errors import DataError  # noqa: E402
-from yolocost.ingest import ingest  # noqa: E402
-from yolocost.storeprobe import StoreProbe  # noqa: E402
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 
 def _aligned(om_text: str, offset: float) -> str:
@@ -38,7 +36,7 @@ def _aligned(om_text: str, offset: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def vm(tmp_path_factory, h):
+def vm(tmp_path_factory):
     """VictoriaMetrics holding the fixture hour (with job j2's training progress), samples on the grid."""
     fail_without_victoriametrics()
     with VictoriaMetricsServer(tmp_path_factory.mktemp("vm") / "data") as server:
@@ -47,7 +45,7 @@ def vm(tmp_path_factory, h):
         yield server
 
 
-def test_victoriametrics_bills_exactly(vm, yc, tmp_path, h):
+def test_victoriametrics_bills_exactly(vm, yc, tmp_path):
     """Two GPUs for one hour at 2.00 per GPU-hour: 4.00, half of it pod p1's (30 minutes of
     GPU-aaa) and job j2's (30 minutes of GPU-bbb), 10 samples of 30 s in every interval."""
     db = tmp_path / "vm.duckdb"
@@ -67,7 +65,7 @@ def test_victoriametrics_bills_exactly(vm, yc, tmp_path, h):
     assert epochs == [(len(h.EPOCHS),)]
 
 
-def test_a_store_answering_otherwise_than_measured_stops_the_ingest(vm, yc, tmp_path, monkeypatch, h):
+def test_a_store_answering_otherwise_than_measured_stops_the_ingest(vm, yc, tmp_path, monkeypatch):
     """Were the probe wrong (closed ranges taken on a left-open store, as the version-string
     logic did), the scrape steps of the grain queries find none of the samples the raw series hold,
     and the ingest stops instead of writing a zero bill. A real store cannot make the probe
@@ -85,7 +83,7 @@ def test_a_store_answering_otherwise_than_measured_stops_the_ingest(vm, yc, tmp_
     assert not (tmp_path / "never.duckdb").exists()
 
 
-def test_scrape_interval_configured_60_data_30(yc, prior_db, h, prom):
+def test_scrape_interval_configured_60_data_30(yc, prior_db, prom):
     """Configured 60 s, scraped every 30 s: each 60 s step would count one of two samples and
     seconds and cost would shift with where the samples fall: refused, naming both."""
     config = yc.config(prom.url, prometheus="scrape_interval_seconds = 60")
@@ -95,13 +93,13 @@ def test_scrape_interval_configured_60_data_30(yc, prior_db, h, prom):
                             "scrape_interval_seconds = 60")
 
 
-def test_prometheus_2_measured_closed(yc, tmp_path, h, prom):
+def test_prometheus_2_measured_closed(yc, tmp_path, prom):
     result = yc.ingest(yc.config(prom.url), tmp_path / "p.duckdb")
     h.assert_ok(result)
     assert "Prometheus 2." in result.stderr and "range selectors closed (measured), samples every 30 s" in result.stderr
 
 
-def test_no_samples_to_measure_on_is_said(yc, tmp_path, h, vm):
+def test_no_samples_to_measure_on_is_said(yc, tmp_path, vm):
     """An hour next to the data hour on the same UTC day: VictoriaMetrics' series API still
     lists the hour's series (it answers per day), but none holds a sample there. The probe
     says so in one line, and the subquery's answer (left-open) stands in."""

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import promserver
+from helpers import promserver
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 TLS = Path(__file__).resolve().parent / "tls"
 CA, OTHER_CA = TLS / "ca.pem", TLS / "other-ca.pem"
@@ -42,35 +43,35 @@ def https(backfilled):
         yield server
 
 
-def _same_rows_as_plain_http(db: Path, good_db: Path, h) -> None:
+def _same_rows_as_plain_http(db: Path, good_db: Path) -> None:
     assert h.snapshot(db, skip=("loads",)) == h.snapshot(good_db, skip=("loads",))
 
 
 @pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"])
-def test_ca_file_wins_over_a_ca_bundle_in_the_environment(yc, good_db, tmp_path, h, https, variable):
+def test_ca_file_wins_over_a_ca_bundle_in_the_environment(yc, good_db, tmp_path, https, variable):
     config = yc.config(https.url, prometheus=f"ca_file = '{CA}'")
     db = tmp_path / "tls.duckdb"
     result = yc.ingest(config, db, env={variable: str(OTHER_CA)})
     h.assert_ok(result)
-    _same_rows_as_plain_http(db, good_db, h)
+    _same_rows_as_plain_http(db, good_db)
 
 
-def test_insecure_skip_verify_wins_over_a_ca_bundle_in_the_environment(yc, good_db, tmp_path, h, https):
+def test_insecure_skip_verify_wins_over_a_ca_bundle_in_the_environment(yc, good_db, tmp_path, https):
     config = yc.config(https.url, prometheus="insecure_skip_verify = true")
     db = tmp_path / "tls.duckdb"
     result = yc.ingest(config, db, env={"REQUESTS_CA_BUNDLE": str(OTHER_CA)})
     h.assert_ok(result)
-    _same_rows_as_plain_http(db, good_db, h)
+    _same_rows_as_plain_http(db, good_db)
 
 
-def test_a_ca_bundle_in_the_environment_serves_when_the_config_names_none(yc, good_db, tmp_path, h, https):
+def test_a_ca_bundle_in_the_environment_serves_when_the_config_names_none(yc, good_db, tmp_path, https):
     db = tmp_path / "tls.duckdb"
     result = yc.ingest(yc.config(https.url), db, env={"REQUESTS_CA_BUNDLE": str(CA)})
     h.assert_ok(result)
-    _same_rows_as_plain_http(db, good_db, h)
+    _same_rows_as_plain_http(db, good_db)
 
 
-def test_a_wrong_ca_file_is_not_rescued_by_the_environment(yc, prior_db, h, https):
+def test_a_wrong_ca_file_is_not_rescued_by_the_environment(yc, prior_db, https):
     config = yc.config(https.url, prometheus=f"ca_file = '{OTHER_CA}'")
     with h.unchanged(prior_db):
         result = yc.ingest(config, prior_db, env={"REQUESTS_CA_BUNDLE": str(CA)})

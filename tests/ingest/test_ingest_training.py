@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
+
 UTC = dt.timezone.utc
 
 
-def test_training_progress_scraped_twice_lands_once(prometheus, yc, tmp_path, h):
+def test_training_progress_scraped_twice_lands_once(prometheus, yc, tmp_path):
     server = prometheus("scraped_twice")
     db = tmp_path / "yc.duckdb"
     h.assert_ok(yc.ingest(yc.config(server.url), db))
@@ -25,7 +27,7 @@ def test_training_progress_scraped_twice_lands_once(prometheus, yc, tmp_path, h)
     assert h.query(db, "SELECT job_id, map50 FROM mart_job WHERE job_id = 'j2'") == [("j2", r["map50"])]
 
 
-def test_a_nan_result_and_an_oversized_count_are_stored_as_missing(prometheus, yc, tmp_path, h):
+def test_a_nan_result_and_an_oversized_count_are_stored_as_missing(prometheus, yc, tmp_path):
     """Prometheus' data cannot be corrected afterwards: refusing them would block the window
     for good. A NaN mAP is stored as missing (and said on stderr); a job-info count larger
     than an INTEGER holds is ignored like any other non-count."""
@@ -41,7 +43,7 @@ def test_a_nan_result_and_an_oversized_count_are_stored_as_missing(prometheus, y
     assert h.query(db, "SELECT map50, cost_per_map50_point FROM mart_job WHERE job_id = 'j2'") == [(None, None)]
 
 
-def test_a_rerun_keeps_other_jobs_progress_of_the_window(prometheus, yc, tmp_path, h):
+def test_a_rerun_keeps_other_jobs_progress_of_the_window(prometheus, yc, tmp_path):
     """Progress of a job the server does not serve (imported from its run folder, or gone from
     Prometheus) is not the ingest's to delete: a rerun of the window replaces j2's epochs and
     keeps the other job's, whose epoch ended inside the window."""

@@ -28,6 +28,7 @@ from yolocost.config import PrometheusConfig, load_config
 from yolocost.errors import ConfigError
 from yolocost.promclient import (MAX_RETRY_AFTER, NoAnswer, PartialResponse, PrometheusClient, PrometheusError,
                                  QueryTooBig, is_partial_warning, retry_after)
+from helpers import hourcluster as h  # the fixture hour, its expectations and its CLI runner
 
 HOLD_SECONDS = 60  # the longest a relay holds a request it never answers (it is stopped sooner)
 HTML_429 = b"<html><head><title>429 Too Many Requests</title></head><body><h1>Slow down</h1></body></html>"
@@ -109,7 +110,7 @@ def silent_socket() -> Iterator[str]:
         yield f"http://127.0.0.1:{silent.getsockname()[1]}"
 
 
-def rows(h, db) -> list[tuple]:
+def rows(db) -> list[tuple]:
     return h.query(db, "SELECT * FROM gpu_usage ORDER BY ALL")
 
 
@@ -154,7 +155,7 @@ def partial_answers(extra: dict) -> Callable[[str, dict], None]:
     return alter
 
 
-def test_partial_response_stops_the_ingest(yc, prior_db, h, prom):
+def test_partial_response_stops_the_ingest(yc, prior_db, prom):
     """A relay in front of the real fixture Prometheus adds a Thanos-style warning to every
     query and series answer: refused with one line naming the warning and the server, before
     the database is touched."""
@@ -165,7 +166,7 @@ def test_partial_response_stops_the_ingest(yc, prior_db, h, prom):
                             PARTIAL, "accept_partial_responses = true")
 
 
-def test_accepted_partial_responses_are_billed_and_kept_for_the_caller(yc, good_db, tmp_path, h, prom):
+def test_accepted_partial_responses_are_billed_and_kept_for_the_caller(yc, good_db, tmp_path, prom):
     """With accept_partial_responses = true the same answers are billed (here they were whole,
     so the rows are the good ones); the ingest says they were partial and keeps the warning
     for the reports (`ingest_notes`)."""
@@ -184,16 +185,16 @@ def test_accepted_partial_responses_are_billed_and_kept_for_the_caller(yc, good_
         assert PARTIAL in c.partial_note() and "accept_partial_responses" in c.partial_note()
         with pytest.raises(PartialResponse):
             client(url, slept).query("vector(1)", h.WINDOW_END.timestamp())
-    assert rows(h, db) == rows(h, good_db)
+    assert rows(db) == rows(good_db)
 
 
-def test_promql_annotations_do_not_stop_a_whole_answer(yc, good_db, tmp_path, h, prom):
+def test_promql_annotations_do_not_stop_a_whole_answer(yc, good_db, tmp_path, prom):
     """Prometheus 2.4x sends info annotations under `warnings`, 3.x under `infos`: remarks on
     the query, not missing data, so the ingest runs as without them."""
     with serve(relay(prom.url, partial_answers({"warnings": [INFO], "infos": [INFO]}))) as url:
         db = tmp_path / "annotated.duckdb"
         h.assert_ok(yc.ingest(yc.config(url), db))
-    assert rows(h, db) == rows(h, good_db)
+    assert rows(db) == rows(good_db)
 
 
 def test_victoriametrics_is_partial_flag():
@@ -236,7 +237,7 @@ def test_a_silent_server_is_retried_then_no_answer_not_too_big():
     assert 3 <= took < 3 + 5, took  # three attempts of 1 s (the pauses were recorded, not slept)
 
 
-def test_an_ingest_against_a_server_that_never_answers_its_queries_ends_in_bounded_time(yc, prior_db, h, prom):
+def test_an_ingest_against_a_server_that_never_answers_its_queries_ends_in_bounded_time(yc, prior_db, prom):
     """The server answers discovery but holds every query_range (as a store stuck on its
     queries would): no chunk is split, the ingest stops within the documented bound, (retries
     + 1) x timeout_seconds plus the pauses for the first request without answer (requests in
@@ -329,7 +330,7 @@ def test_rate_limited_on_every_attempt_is_one_line_naming_the_status():
     assert slept == [1.0, 1.0]
 
 
-def test_an_ingest_behind_a_rate_limiter_gets_every_row(yc, good_db, tmp_path, h, prom):
+def test_an_ingest_behind_a_rate_limiter_gets_every_row(yc, good_db, tmp_path, prom):
     """A rate limiter in front of the real Prometheus answers each distinct request's first
     try with 429, an HTML page and Retry-After: 1; the ingest waits, retries and gets the
     rows of the good ingest."""
@@ -350,10 +351,10 @@ def test_an_ingest_behind_a_rate_limiter_gets_every_row(yc, good_db, tmp_path, h
         db = tmp_path / "limited.duckdb"
         h.assert_ok(yc.ingest(yc.config(url), db))
     assert limited[0] >= 6
-    assert rows(h, db) == rows(h, good_db)
+    assert rows(db) == rows(good_db)
 
 
-def test_an_ingest_rate_limited_on_every_attempt_stops_with_one_line(yc, prior_db, h):
+def test_an_ingest_rate_limited_on_every_attempt_stops_with_one_line(yc, prior_db):
     with serve(limited_then(fixed(200, VECTOR), 10**6, headers={"Retry-After": "0"})) as url:
         with h.unchanged(prior_db):
             result = yc.ingest(yc.config(url), prior_db)

@@ -1,5 +1,5 @@
 """The bill from a live scrape: a real Prometheus and a real VictoriaMetrics scrape the scripted
-exporters of livescrape.py every second, and `yolocost ingest` of each store must bill what
+exporters of helpers/livescrape.py every second, and `yolocost ingest` of each store must bill what
 that store kept, sample by sample.
 
 Backfilled data hold one sample exactly every interval and no staleness markers; a live
@@ -20,12 +20,12 @@ import math
 import time
 
 import pytest
-from livescrape import (
+from helpers.livescrape import (
     DCGM_FIELDS, ENERGY, GPU_A0, GPU_A1, GPU_A2, GPU_B0, PODS, UTIL, LiveCluster, Stored, bill_mismatches,
     expected_usage, query, run_ingest, stored_samples, totals, usage_rows, wait_for_scrapes, write_config,
 )
-from promserver import PrometheusServer, skip_or_fail_without_prometheus
-from vmserver import VictoriaMetricsServer, fail_without_victoriametrics
+from helpers.promserver import PrometheusServer, skip_or_fail_without_prometheus
+from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 
 INTERVAL, GRAIN = 1, 60  # seconds: the scrape interval of both stores, the ingest's grain
 SETTLE = 3.0  # seconds after the script's end before anything is read (the last scrapes land)

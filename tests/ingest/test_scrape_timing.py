@@ -20,12 +20,12 @@ import random
 from collections import Counter
 
 import pytest
-from livescrape import (
+from helpers.livescrape import (
     DCGM_FIELDS, ENERGY, FB, POWER, UTIL, Gpu, Pod, StoredSeries, bill_mismatches, dcgm_series, expected_usage,
     over_window, pod_attributes, run_ingest, stored_samples, totals, usage_rows, write_config,
 )
-from promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
-from vmserver import VictoriaMetricsServer, fail_without_victoriametrics
+from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 
 UTC = dt.timezone.utc
 INTERVAL, GRAIN = 15, 300

@@ -11,8 +11,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import duckdb
 import pytest
-from builders import intervals, job_row, result_row, usage_run
-from conftest import MONTH
+from helpers.builders import intervals, job_row, result_row, usage_run
+from helpers.reportkit import MONTH
 
 from yolocost import db
 from yolocost.report import data, render_reports, sections

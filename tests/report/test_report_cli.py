@@ -12,14 +12,14 @@ import sys
 import time
 
 import pytest
-from conftest import MONTH
+from helpers.builders import yolocost
+from helpers.reportkit import MONTH
 
 from yolocost.report import project_slugs, slug
 
 
 def _run(args, cwd, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return yolocost(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture
@@ -62,6 +62,7 @@ def test_pdf_reports_need_no_browser(workdir):
     folder, db = workdir
     empty = folder / "empty-path"
     empty.mkdir()
+    # python -c, not the cli fixture: the script reports which browser modules the run imported
     result = subprocess.run([sys.executable, "-c", _NO_BROWSER, *db, "report", "--month", MONTH, "--format", "pdf",
                              "--audience", "admin", "--audience", "project:视觉质检"],
                             cwd=folder, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True,

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from conftest import MONTH
+from helpers.reportkit import MONTH
 
 from yolocost import finance
 from yolocost.errors import YolocostError

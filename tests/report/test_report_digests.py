@@ -9,9 +9,9 @@ import dataclasses
 import io
 
 import duckdb
-from builders import job_row, usage_run
-from conftest import MONTH, pdf_text, require_tools
-from pages import cells, section
+from helpers.builders import job_row, usage_run
+from helpers.reportkit import MONTH, pdf_text, require_tools
+from helpers.pages import cells, section
 
 from yolocost.report import jobs as job_table_module
 from yolocost.report import render_reports

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from builders import build_db, job_row, usage_run
-from conftest import MONTH
-from pages import cells, collect, section
+from helpers.builders import build_db, job_row, usage_run
+from helpers.reportkit import MONTH
+from helpers.pages import cells, collect, section
 
 from yolocost.money import Currency
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, gpufit, render_reports

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from browser import open_page, open_pages
-from builders import job_row, result_row, usage_run
-from conftest import MONTH, page_parts, require_tools
+from helpers.browser import open_page, open_pages
+from helpers.builders import job_row, result_row, usage_run
+from helpers.reportkit import MONTH, page_parts, require_tools
 
 from yolocost import finance
 from yolocost.report import render_reports

@@ -35,8 +35,8 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from builders import build_db, epoch_rows, intervals, job_row, usage_run
-from pages import cells, collect, named_query, section
+from helpers.builders import build_db, epoch_rows, intervals, job_row, usage_run
+from helpers.pages import cells, collect, named_query, section
 
 from yolocost import gpumemory, queries
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, gpufit

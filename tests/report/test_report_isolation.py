@@ -7,7 +7,7 @@ import re
 
 import duckdb
 import pytest
-from conftest import MONTH, page_parts, pdf_text, require_tools
+from helpers.reportkit import MONTH, page_parts, pdf_text, require_tools
 
 from yolocost import finance
 

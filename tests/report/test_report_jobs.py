@@ -11,15 +11,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from decimal import Decimal
 from html.parser import HTMLParser
 
 import duckdb
 import pytest
-from browser import open_page
-from builders import job_row, result_row, usage_run
-from conftest import MONTH, pdf_pages, pdf_text, require_tools
+from helpers.browser import open_page
+from helpers.builders import job_row, result_row, usage_run, yolocost
+from helpers.reportkit import MONTH, pdf_pages, pdf_text, require_tools
 
 from yolocost.report import jobs as job_table_module
 from yolocost.report import PROJECT_SECTIONS, render_reports
@@ -311,8 +310,7 @@ def test_csv_cells_are_neutralized_and_money_has_the_currencys_minor_unit(built_
 
 
 def _run(args, cwd):
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return yolocost(*args, cwd=cwd, timeout=300)
 
 
 def test_stale_project_csvs_are_removed_and_the_months_kept(sample_db, tmp_path):

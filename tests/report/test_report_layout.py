@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import MONTH, pdf_pages, pdf_text, require_tools
+from helpers.reportkit import MONTH, pdf_pages, pdf_text, require_tools
 
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, charts, data
 from yolocost.report import sections as report_sections

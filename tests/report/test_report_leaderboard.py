@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import build_db, intervals, job_row, result_row, usage_run
+from helpers.builders import build_db, intervals, job_row, result_row, usage_run
 
 from yolocost import queries, templating
 from yolocost.report import charts, data

@@ -12,8 +12,6 @@ import datetime as dt
 import html
 import re
 import shutil
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import unquote
@@ -21,9 +19,9 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 import pytest
-from browser import open_page
-from builders import job_row, usage_run
-from conftest import MONTH, require_tools
+from helpers.browser import open_page
+from helpers.builders import job_row, usage_run, yolocost
+from helpers.reportkit import MONTH, require_tools
 
 from yolocost.errors import YolocostError
 from yolocost.report import FORMATS, parse_formats, project_slugs, render_reports
@@ -32,8 +30,7 @@ OLD = "<p>an earlier run's file</p>\n"
 
 
 def _run(args, cwd, timeout=300):
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return yolocost(*args, cwd=cwd, timeout=timeout)
 
 
 @pytest.fixture

@@ -10,21 +10,19 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import MONTH, require_tools
-from smallfs import file_size_limit, remount_read_only, tmpfs
+from helpers.reportkit import MONTH, require_tools
+from helpers.builders import yolocost
+from helpers.smallfs import file_size_limit, remount_read_only, tmpfs
 
 OLD = "<p>the report of an earlier run</p>\n"
 
 
 def _run(args, cwd, **kwargs):
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, **kwargs)
+    return yolocost(*args, cwd=cwd, timeout=300, **kwargs)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import duckdb
 import matplotlib
 import plotly.graph_objects as go
 import pytest
-from conftest import MONTH
+from helpers.reportkit import MONTH
 
 from yolocost.report import charts, paper, sections
 

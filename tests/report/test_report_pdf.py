@@ -9,7 +9,7 @@ import subprocess
 
 import duckdb
 import pytest
-from conftest import MONTH, pdf_pages, pdf_text, require_tools
+from helpers.reportkit import MONTH, pdf_pages, pdf_text, require_tools
 
 from yolocost import finance
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from conftest import MONTH
+from helpers.reportkit import MONTH
 
 from yolocost import db, finance
 from yolocost.report import data, ratecard, render_reports, sections
@@ -134,7 +134,7 @@ def test_every_price_period_of_the_finance_csv_is_on_the_card(con, sample_db, tm
 
 
 def test_default_and_mig_prices_are_named_and_unused_ones_listed_for_admins(built_db):
-    from builders import job_row, usage_run
+    from helpers.builders import job_row, usage_run
 
     usage = (usage_run("2026-03-02T00:00Z", 12, "g1", "j1", model="A100")
              + usage_run("2026-03-02T00:00Z", 12, "m1", "j2", model="A100", mig="3g.40gb", host="h2")
@@ -158,7 +158,7 @@ def test_default_and_mig_prices_are_named_and_unused_ones_listed_for_admins(buil
 
 
 def test_a_projects_share_of_unallocated_capacity_is_its_own_row(built_db, tmp_path):
-    from builders import job_row, usage_run
+    from helpers.builders import job_row, usage_run
 
     usage = (usage_run("2026-03-02T00:00Z", 6, "g1", "j1")  # half an hour held by p1
              + usage_run("2026-03-02T00:30Z", 6, "g1", None))  # half an hour nobody held

@@ -14,8 +14,6 @@ import csv
 import html
 import json
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from decimal import Decimal
 from html.parser import HTMLParser
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MONTH, pdf_text, require_tools
+from helpers.reportkit import MONTH, pdf_text, require_tools
 
 D = Decimal
 NUMBER = re.compile(r"^-?[\d,]+(?:\.\d+)?$")
@@ -254,13 +252,12 @@ def test_the_pdfs_print_the_html_figures(rendered):
                         assert value in text, f"{stem}: {value!r} of {table['section']} not in the PDF"
 
 
-def test_named_queries_print_the_report_cents(rendered, csv_rows):
+def test_named_queries_print_the_report_cents(rendered, csv_rows, cli):
     """`yolocost query project_month_over_month` and `user_costs` give the reports' cents."""
     def query(name: str) -> list[dict]:
         # the config the month was built with: a query of a month checks it against the build
-        out = subprocess.run([sys.executable, "-m", "yolocost", "--config", str(rendered.config.source), "--db",
-                              str(rendered.config.database), "query", name, "-p", f"month={MONTH}", "-f", "json"],
-                             capture_output=True, text=True, check=True)
+        out = cli("--config", str(rendered.config.source), "--db", str(rendered.config.database), "query", name,
+                  "-p", f"month={MONTH}", "-f", "json", check=True, timeout=None)
         return json.loads(out.stdout)
 
     projects = {r["project"]: D(str(r["cost"])) for r in query("project_month_over_month")}

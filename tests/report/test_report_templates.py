@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from conftest import MONTH
+from helpers.reportkit import MONTH
 
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, render_reports
 from yolocost.resources import shipped_dir

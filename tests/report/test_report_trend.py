@@ -10,8 +10,8 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from builders import intervals, job_row, usage_row
-from conftest import MONTH, page_parts, pdf_text
+from helpers.builders import intervals, job_row, usage_row
+from helpers.reportkit import MONTH, page_parts, pdf_text
 
 from yolocost import finance
 from yolocost.report import render_reports, sections

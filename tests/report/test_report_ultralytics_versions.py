@@ -23,8 +23,8 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from builders import build_db, epoch_rows, intervals, job_row, usage_run
-from pages import cells, collect, named_query
+from helpers.builders import build_db, epoch_rows, intervals, job_row, usage_run
+from helpers.pages import cells, collect, named_query
 
 from yolocost import queries
 from yolocost.report import data

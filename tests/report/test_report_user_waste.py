@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import duckdb
 import pytest
-from builders import job_row, usage_run
-from conftest import MONTH
-from pages import cells, collect, section
+from helpers.builders import job_row, usage_run
+from helpers.reportkit import MONTH
+from helpers.pages import cells, collect, section
 
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, data, render_reports, sections, waste
 
@@ -47,7 +47,7 @@ def db(tmp_path_factory):
     (unknown) unlabeled u1: 12 idle            1.0 h, idle 1.0 h = 2.00, density 0 (a job with no user label)
     dave   p2  d1: 12 busy                     1.0 h, idle 0
     """
-    from builders import build_db
+    from helpers.builders import build_db
 
     day = "2026-10-05T00:00Z"
     usage = (_held("GPU-0", "c1", day, idle=24) + _held("GPU-1", "a1", day, idle=12, busy=12)

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from yolocost.synth import SAMPLE_FILES, write_prometheus_sample
 from yolocost.synth.grain import grain_rows
@@ -24,9 +21,7 @@ from yolocost.synth.openmetrics import FAMILIES, escape, label_text
 from yolocost.synth.plan import plan_month
 from yolocost.synth.samples import GpuSamples
 from yolocost.synth.scenario import HostChoice
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, skip_or_fail_without_prometheus)
+from helpers.promserver import (TEST_PASSWORD, TEST_USER, PrometheusServer, skip_or_fail_without_prometheus)
 
 GRAIN, SCRAPE = 300, 30
 
@@ -386,14 +381,12 @@ def test_training_progress_and_results_are_served(sample):
                      "best_epoch": res.loc[job_id, "best_epoch"]}
 
 
-def test_expected_tables_load(sample, tmp_path):
-    from yolocost.cli import main
-
+def test_expected_tables_load(sample, tmp_path, cli):
     result, _ = sample
-    out = CliRunner().invoke(main, ["--db", str(tmp_path / "x.duckdb"), "--config", str(result.files["config"]),
-                                    "load", str(result.out_dir)])
-    assert out.exit_code == 0, out.output
-    assert f"{result.usage_rows:,} usage rows" in out.output
+    out = cli("--db", str(tmp_path / "x.duckdb"), "--config", str(result.files["config"]), "load", str(result.out_dir),
+              timeout=None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{result.usage_rows:,} usage rows" in out.stdout
 
 
 def test_server_with_basic_auth(tmp_path):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "focus-validator.md"
 VERSION = "2.2.1"  # the Makefile's FOCUS_VALIDATOR_VERSION
 FOCUS_VERSION = "1.2"

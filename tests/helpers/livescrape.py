@@ -39,7 +39,6 @@ import datetime as dt
 import json
 import math
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -54,7 +53,8 @@ from typing import Callable, Iterable, Iterator
 
 import duckdb
 
-from promserver import scrape_job
+from helpers.builders import yolocost
+from helpers.promserver import scrape_job
 
 UTC = dt.timezone.utc
 UTIL, FB, POWER, ENERGY = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
@@ -692,9 +692,8 @@ def iso(t: float) -> str:
 
 def run_ingest(config: Path, db: Path, window: tuple[int, int]) -> subprocess.CompletedProcess:
     """`yolocost ingest --start --end` of the window into db, as an operator runs it."""
-    return subprocess.run([sys.executable, "-m", "yolocost", "--config", str(config), "--db", str(db), "ingest",
-                           "--start", iso(window[0]), "--end", iso(window[1])],
-                          cwd=config.parent, capture_output=True, text=True, timeout=CLI_TIMEOUT)
+    return yolocost("--config", str(config), "--db", str(db), "ingest", "--start", iso(window[0]), "--end",
+                    iso(window[1]), cwd=config.parent, timeout=CLI_TIMEOUT)
 
 
 def query(db: Path, sql: str) -> list[dict]:

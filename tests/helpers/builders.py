@@ -484,10 +484,24 @@ def sample_config(prom_sample, folder: Path) -> Path:
     return config
 
 
-def yolocost(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run the real `yolocost` CLI in `cwd` (its ./yolocost.toml is the config)."""
-    return subprocess.run([sys.executable, "-m", "yolocost", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+CLI_TIMEOUT = 120  # seconds: a hung command fails its test instead of hanging the session
+
+
+def cli_argv(*args: str | Path) -> list[str]:
+    """The real CLI's command line: `python -m yolocost ARGS` with this interpreter."""
+    return [sys.executable, "-m", "yolocost", *map(str, args)]
+
+
+def yolocost(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+             input: str | bytes | None = None, timeout: float | None = CLI_TIMEOUT, text: bool = True,
+             check: bool = False, preexec_fn=None) -> subprocess.CompletedProcess:
+    """Run the real `yolocost` CLI in a subprocess and capture its stdout and stderr (the one
+    runner of the tests; the `cli` fixture returns it). In `cwd` (None: the test's own), whose
+    ./yolocost.toml is the config unless --config says otherwise; `env` replaces the whole
+    environment (None: this one's); `timeout` in seconds (None: no limit); `preexec_fn` runs in
+    the child before the CLI starts (a resource limit, say)."""
+    return subprocess.run(cli_argv(*args), cwd=cwd, env=env, input=input, capture_output=True, text=text,
+                          timeout=timeout, check=check, preexec_fn=preexec_fn)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.builders import cli_argv
+
 HERE = Path(__file__).resolve().parent
 NETGUARD = HERE / "netguard.py"
 # a scheduler's allocation, as Kubernetes' device plugin or Slurm hands it to a job
@@ -52,8 +54,9 @@ def bench_env(home: Path, **extra: str) -> dict[str, str]:
 
 def yolocost_cmd(*args: str, netlog: Path | None = None, no_network: bool = False) -> list[str]:
     """`python -m yolocost ARGS`; with netlog, through netguard.py (records every network call);
-    with no_network, in a fresh network namespace with only loopback up."""
-    cmd = [sys.executable, str(NETGUARD), str(netlog), *args] if netlog else [sys.executable, "-m", "yolocost", *args]
+    with no_network, in a fresh network namespace with only loopback up. (A command line, not the
+    cli runner: the runner tests start it under netguard or `unshare -n`.)"""
+    cmd = [sys.executable, str(NETGUARD), str(netlog), *args] if netlog else cli_argv(*args)
     if no_network:
         cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up 2>/dev/null; exec "$@"', "sh", *cmd]
     return cmd

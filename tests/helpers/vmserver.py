@@ -24,7 +24,7 @@ from typing import Iterator
 
 import requests
 
-from promserver import LoopbackServer
+from helpers.promserver import LoopbackServer
 
 VICTORIA_METRICS = "victoria-metrics"
 IMPORT_BATCH_BYTES = 8 << 20  # one import request per this much text

@@ -17,20 +17,17 @@ from __future__ import annotations
 import datetime as dt
 import os
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
-from builders import sample_config
-
-CLI = [sys.executable, "-m", "yolocost"]
+from helpers.builders import sample_config, yolocost
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONWARNINGS": "error::UserWarning"}
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600, env=env)
+    return yolocost(*args, env=env, timeout=600)
 
 
 STORES = ("prometheus", "victoriametrics")
