@@ -461,3 +461,22 @@ def test_a_saving_in_whole_gpus_is_its_gpu_hours_over_the_months_hours():
     assert gpus_freed(Decimal("720.0"), Decimal(720)) == Decimal("1.00")
     assert gpus_freed(Decimal("372.0"), month_hours("2026-03", ZoneInfo("UTC"))) == Decimal("0.50")
     assert gpus_freed(Decimal("13000.0"), Decimal(745)) == Decimal("17.45")
+
+
+def test_the_tables_show_money_in_the_currency_s_decimals_as_the_headline_does():
+    # a three-decimal currency: 8.617 KWD in the headline, the project and the job rows alike
+    # (tables of numbers show two decimals by default, which would print 8.62)
+    job = {"job_id": "j1", "project": "p1", "user_name": "ann", "stop": "2026-03-02 00:35",
+           "gpu_hours": Decimal("2.5"), "cost": Decimal("8.617"), "false_positive": False, "fp_reason": None}
+    policy = {"title": "Idle reclaim", "policy": "idle_reclaim", "rule": "stop after 30 min idle",
+              "net_cost": Decimal("8.617"), "net_gpu_hours": Decimal("2.5"), "gpus_freed": Decimal("0.00"),
+              "jobs_stopped": 1, "false_positives": 0, "cost": Decimal("8.617"), "gpu_hours": Decimal("2.5"),
+              "projects": [{"project": "p1", "jobs_stopped": 1, "false_positives": 0, "net_cost": Decimal("8.617"),
+                            "gpu_hours": Decimal("2.5"), "cost": Decimal("8.617")}],
+              "jobs": [job]}
+    out = whatif.to_table({"currency": "KWD", "month": "2026-03", "jobs_replayed": 1, "timezone": "UTC",
+                           "resolution": "Replayed at the grain of the usage rows (5 min)", "policies": [policy]})
+    assert "would have saved 8.617 KWD net of false positives" in out
+    assert re.search(r"^p1\s+1\s+0\s+8\.617\s+2\.5\s+8\.617$", out, re.M), out
+    assert re.search(r"^j1\s+p1\s+ann\s+2026-03-02 00:35\s+2\.5\s+8\.617\s+no$", out, re.M), out
+    assert "8.62" not in out

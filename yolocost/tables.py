@@ -18,7 +18,7 @@ import io
 import json
 import math
 import unicodedata
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .csvsafe import csv_safe
 
@@ -104,11 +104,15 @@ def aligned(values: Sequence[str], widths: Sequence[int], right: Sequence[bool])
     return "  ".join(pad(v, w, r) for v, w, r in zip(values, widths, right)).rstrip()
 
 
-def to_table(columns: list[str], rows: list[tuple], max_width: int = 48) -> str:
-    """An aligned text table; numbers right-aligned, long cells cut with an ellipsis."""
+def to_table(columns: list[str], rows: list[tuple], max_width: int = 48,
+             shown_as: Mapping[int, Callable[[Any], str]] | None = None) -> str:
+    """An aligned text table; numbers right-aligned, long cells cut with an ellipsis.
+    `shown_as` maps a column's index to how its values are written (e.g. money in the
+    currency's decimals); the rest are written by type."""
     if not columns:
         return "(no result)\n"
-    cells = [[_cell(v) for v in row] for row in rows]
+    writers = [(shown_as or {}).get(i, _cell) for i in range(len(columns))]
+    cells = [[_cell(v) if v is None else write(v) for v, write in zip(row, writers)] for row in rows]
     cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in row] for row in cells]
     numeric = [all(isinstance(r[i], (int, float, decimal.Decimal)) or r[i] is None for r in rows) for i in range(len(columns))]
     widths = column_widths([columns, *cells])

@@ -175,14 +175,14 @@ def to_table(result: dict) -> str:
             lines.append(table(["project", "jobs stopped", "false positives", f"net saved {cur}", "GPU-hours",
                                 f"gross {cur}"],
                                [(r["project"], r["jobs_stopped"], r["false_positives"], r["net_cost"], r["gpu_hours"],
-                                 r["cost"]) for r in p["projects"]]).rstrip("\n"))
+                                 r["cost"]) for r in p["projects"]], shown_as={3: cash, 5: cash}).rstrip("\n"))
             shown = len(p["jobs"])
             lines.append("")
             lines.append(f"Top {shown} of {p['jobs_stopped']} jobs:" if shown < p["jobs_stopped"] else "Jobs:")
             lines.append(table(["job", "project", "user", "stopped at", "GPU-hours", f"saved {cur}", "false positive"],
                                [(j["job_id"], j["project"], j["user_name"], j["stop"], j["gpu_hours"], j["cost"],
                                  f"yes: {j['fp_reason']}" if j["false_positive"] else "no")
-                                for j in p["jobs"]], max_width=60).rstrip("\n"))
+                                for j in p["jobs"]], max_width=60, shown_as={5: cash}).rstrip("\n"))
         lines.append("")
     return "\n".join(lines)
 
