@@ -44,3 +44,8 @@ def test_check_month_gives_back_the_text():
 def test_a_month_number_outside_1_to_12_is_no_month():
     with pytest.raises(ValueError):
         Month(2026, 13)
+
+
+def test_digits_of_other_scripts_are_not_a_year():
+    # "２０２６" is four digits to a regex's \d, but no month a command or SQL should take as 2026
+    assert not is_month("２０２６-10") and not is_month("2026-１0")

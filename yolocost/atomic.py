@@ -41,14 +41,16 @@ def create_temporary(target: Path, mode: int = 0o666) -> tuple[int, Path]:
 @contextlib.contextmanager
 def replacing(target: Path | str, tmp: Path | None = None, *, durable: bool = False,
               keep_mode: bool = False) -> Iterator[Path]:
-    """The temporary path to write (`tmp`, else `temporary_beside(target)`), renamed over
-    `target` when the block ends without an error and removed when it raises (disk full,
-    Ctrl-C, ...).
+    """The temporary path to write (`tmp`, else a new file of `create_temporary`: never a
+    name someone else could have put a link under), renamed over `target` when the block
+    ends without an error and removed when it raises (disk full, Ctrl-C, ...).
 
     `durable`: the content is flushed to disk before the rename, and the rename after it.
     `keep_mode`: the new file takes the old one's permission bits (read through a link)."""
     target = Path(target)
-    tmp = temporary_beside(target) if tmp is None else tmp
+    if tmp is None:
+        fd, tmp = create_temporary(target)
+        os.close(fd)
     try:
         yield tmp
         if durable:

@@ -41,6 +41,7 @@ import duckdb
 
 from . import money
 from .db import one_row
+from .monthstr import is_month
 from .sqltext import values
 
 USAGE = "usage"
@@ -346,7 +347,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple]) -> No
 
 
 def _month_re(month: str) -> str:
-    if len(month) != 7 or not (month[:4].isdigit() and month[4] == "-" and month[5:].isdigit()):
+    """The month, checked before it goes into SQL as a literal."""
+    if not is_month(month):
         raise ValueError(f"not a month: {month!r}")
     return month
 

@@ -2,7 +2,8 @@
 
 The one definition of how a month is spelt. Kept below every other module (it imports none
 of them), so that any layer reads a month given on the command line or in a query parameter
-the same way, with the same message naming the field it came from. Range rules (which years
+the same way. A bad month is one message naming the field it came from (a query parameter
+says it the way it says any parameter of the wrong type). Range rules (which years
 a command accepts) stay with the commands that need them."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import YolocostError
 
-_SPELLING = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")  # a four-digit year, a month 01 to 12
+_SPELLING = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")  # four ASCII digits of year, a month 01 to 12
 
 
 @dataclass(frozen=True, order=True)

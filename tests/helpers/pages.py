@@ -1,5 +1,5 @@
 """Reading rendered reports in tests: a section of a page, its table cells as text, and the
-figures a report collects (yolocost.report.data.collect) from a built database."""
+figures a report collects (yolocost.report.sections.collect) from a built database."""
 
 from __future__ import annotations
 

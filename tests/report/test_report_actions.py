@@ -209,3 +209,21 @@ def test_a_configuration_on_a_rejected_tag_is_never_recommended(built_db):
     assert "yolov8n on latest is cheaper per point but its image tag breaks the tag policy" in action["detail"]
     assert [n["section"] for n in report["policy_notes"]] == ["tag_violations"]
     assert action["amount"] == Decimal("4.40")  # as above: 8.79 x (1 - 30 / 60)
+
+
+def test_a_cost_per_point_shows_the_cents_the_leaderboard_and_its_chart_show():
+    # 2.675 is stored in binary as 2.67499...: the leaderboard's table and chart labels read a
+    # float as it prints (Currency.round), so the tip must say 2.68 too, not 2.67
+    from yolocost.money import Currency
+    from yolocost.report import actions as tips
+
+    usd = Currency("USD")
+    board = [{"model_type": "yolov8n", "image_tag": "a", "runs": 3, "mean_cost_per_run": 10.0,
+              "cost_per_map50_point": 2.675},
+             {"model_type": "yolov8s", "image_tag": "b", "runs": 3, "mean_cost_per_run": 20.0,
+              "cost_per_map50_point": 3.125}]
+    [value] = tips._value(board, lambda v: usd.round(tips._dec(v)),
+                          lambda v: usd.format(tips._dec(v), with_code=True), usd)  # as actions() calls it
+    assert usd.format(2.675) == "2.68" and usd.format(3.125) == "3.13"
+    assert "(1 - 2.68 / 3.13 per mAP50 point)" in value["basis"], value["basis"]
+    assert value["detail"].startswith("2.68 USD per mAP50 point (3 runs) against 3.13 USD"), value["detail"]

@@ -282,7 +282,7 @@ def test_the_leaderboard_says_what_bubble_size_means_in_html_and_which_rows_prin
 
 @pytest.fixture(scope="module")
 def figures(sample_db):
-    """Every audience's figures of the sample month, as charts.build makes them for both formats."""
+    """Every audience's figures of the sample month, as sections.figures makes them for both formats."""
     config = sample_db.config
     con = duckdb.connect(str(sample_db.path), read_only=True)
     try:

@@ -24,7 +24,11 @@ DENSITY_TARGET = 0.5  # the density tip's target: busy half the time
 
 
 def _dec(value) -> Decimal:
-    return Decimal(0) if value is None else Decimal(value)
+    """An amount as Decimal; a float read as it prints, as Currency.round reads it, so that a
+    figure here has the cents the tables and charts show for it."""
+    if value is None:
+        return Decimal(0)
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
 
 
 def _runs(n: int) -> str:

@@ -13,8 +13,8 @@ CSV, every table adds up to its total, and GPU + energy = cost in every row. Fig
 no charge (what a stalled stretch cost, what a policy would have saved) are not in the
 ledger; they are rounded here with the largest remainder (yolocost.money) so that their
 table adds up to its printed total. Money stays Decimal; densities and shares are floats.
-`collect` takes the report's currency (yolocost.money.Currency) and hands it to the sections
-that round or write amounts.
+The report's currency (yolocost.money.Currency) comes from the section registry
+(yolocost.report.sections.collect) to the sections that round or write amounts.
 """
 
 from __future__ import annotations
