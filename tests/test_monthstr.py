@@ -49,3 +49,8 @@ def test_a_month_number_outside_1_to_12_is_no_month():
 def test_digits_of_other_scripts_are_not_a_year():
     # "２０２６" is four digits to a regex's \d, but no month a command or SQL should take as 2026
     assert not is_month("２０２６-10") and not is_month("2026-１0")
+
+
+def test_a_month_knows_its_days():
+    assert (Month(2024, 2).days, Month(2026, 2).days, Month(2026, 4).days, Month(2026, 12).days) == (29, 28, 30, 31)
+    assert Month(2026, 12).last_day == dt.date(2026, 12, 31) and Month(2024, 2).last_day == dt.date(2024, 2, 29)

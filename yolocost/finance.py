@@ -95,7 +95,7 @@ from . import db, ledger, money, months
 from .config import FOCUS_VERSIONS, Config
 from .errors import YolocostError
 from .money import minor_unit
-from .monthstr import check_month
+from .monthstr import Month, check_month
 from .outputs import write_in_own_folder, write_output
 from .csvsafe import csv_safe
 
@@ -604,10 +604,8 @@ def _write_export(con: duckdb.DuckDBPyConnection, config: Config, month: str, pa
 def partial_month_warning(data: MonthCents) -> str | None:
     """A line saying which days of the month the database holds, when that is not every day
     (a month still running, an ingest of part of it): the CSV's total is then that part's."""
-    import calendar
-
-    first = dt.date(int(data.month[:4]), int(data.month[5:]), 1)
-    month_days = calendar.monthrange(first.year, first.month)[1]
+    shown = Month.parse(data.month)
+    first, month_days = shown.first_day, shown.days
     days = sorted({r.day for r in data.rows})
     if len(days) >= month_days:
         return None

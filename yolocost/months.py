@@ -248,8 +248,7 @@ def _stored_doc(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:
     if row is None:
         return None
     settings = dict(zip([d[0] for d in cur.description], row))
-    y, m = int(month[:4]), int(month[5:])
-    end = dt.date(y + (m == 12), m % 12 + 1, 1)  # local dates: the month's end in the stored time zone
+    end = Month.parse(month).next().first_day  # local dates: the month's end in the stored time zone
     prices = con.execute("SELECT gpu_model, effective_from, price_per_gpu_hour FROM prices").fetchall()
     energy = con.execute("SELECT effective_from, price_per_kwh FROM energy_prices").fetchall()
     return _doc(settings, [p for p in prices if p[1] < end], [e for e in energy if e[0] < end], None)

@@ -54,6 +54,15 @@ class Month:
     def first_day(self) -> dt.date:
         return dt.date(self.year, self.month, 1)
 
+    @property
+    def last_day(self) -> dt.date:
+        return self.next().first_day - dt.timedelta(days=1)
+
+    @property
+    def days(self) -> int:
+        """Calendar days in the month (28 to 31)."""
+        return self.last_day.day
+
 
 def is_month(text: object) -> bool:
     """Whether `text` is a month written YYYY-MM (month 01 to 12)."""

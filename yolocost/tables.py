@@ -94,13 +94,15 @@ def column_widths(lines: Sequence[Sequence[str]]) -> list[int]:
     return [max(display_width(line[i]) for line in lines) for i in range(len(lines[0]))]
 
 
+def pad(text: str, width: int, to_right: bool) -> str:
+    """`text` filled with blanks to `width` display columns, on the left when `to_right`."""
+    fill = " " * (width - display_width(text))
+    return fill + text if to_right else text + fill
+
+
 def aligned(values: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
     """One line of cells padded to `widths`, two spaces apart, right-aligned where `right`
     says; no blanks at the end."""
-    def pad(text: str, width: int, to_right: bool) -> str:
-        fill = " " * (width - display_width(text))
-        return fill + text if to_right else text + fill
-
     return "  ".join(pad(v, w, r) for v, w, r in zip(values, widths, right)).rstrip()
 
 

@@ -19,7 +19,6 @@ The report's currency (yolocost.money.Currency) comes from the section registry
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -168,8 +167,7 @@ def daily(con, month: str, project: str | None) -> dict:
         r["day"] = r["day"].isoformat()
         r["gpu_hours"] = r["gpu_hours"] or Decimal("0.0")
     days = sorted({r["day"] for r in found})
-    first = dt.date(int(month[:4]), int(month[5:7]), 1)
-    following = (first + dt.timedelta(days=31)).replace(day=1)
+    first, following = Month.parse(month).first_day, Month.parse(month).next().first_day
     return {"series_label": label, "rows": found, "days": len(days),
             "first_day": first.isoformat(), "next_month": following.isoformat()}
 

@@ -11,7 +11,6 @@ tables and the ledger, which keep a month after its raw rows are pruned.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from .. import db
+from ..monthstr import Month
 
 INDEX = "index.html"
 SUMMARY = "summary.html"
@@ -52,10 +52,10 @@ def coverage(con: duckdb.DuckDBPyConnection, month: str, timezone: str, grain_se
     if first is None:
         return None
     tz = ZoneInfo(timezone)
-    year, mon = int(month[:4]), int(month[5:])
-    month_days = calendar.monthrange(year, mon)[1]
-    start = dt.datetime(year, mon, 1, tzinfo=tz)
-    end = dt.datetime(year + mon // 12, mon % 12 + 1, 1, tzinfo=tz)
+    shown = Month.parse(month)
+    month_days = shown.days
+    start = dt.datetime(shown.year, shown.month, 1, tzinfo=tz)
+    end = dt.datetime(shown.next().year, shown.next().month, 1, tzinfo=tz)
     first = first.astimezone(tz)
     last = (last + dt.timedelta(seconds=grain_seconds)).astimezone(tz)
     partial = days < month_days or first > start or last < end

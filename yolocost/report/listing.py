@@ -11,25 +11,16 @@ table; the rows and figures are the same.
 from __future__ import annotations
 
 import math
-import unicodedata
 from typing import Sequence
 
 from ..money import Currency
+from ..tables import display_width as width
+from ..tables import pad
 
 # a half-width character of a monospaced font is 0.5 em wide, a line 1.25 em high
 LANDSCAPE = (768 / 0.5, 470 / 1.25)  # characters and lines at 1 pt: 271 x 176 mm, A4 landscape less the header
 PORTRAIT = (521 / 0.5, 700 / 1.25)   # 184 x 247 mm, A4 portrait less the margins and the header
 MAX_PT = 7.0
-
-
-def width(text: str) -> int:
-    """Columns the text takes in a monospaced CJK font: wide characters count two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def pad(text: str, columns: int, right: bool) -> str:
-    fill = " " * (columns - width(text))
-    return fill + text if right else text + fill
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None,

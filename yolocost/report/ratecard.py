@@ -18,14 +18,14 @@ from typing import Any
 import duckdb
 
 from .. import ledger, money
+from ..monthstr import Month
 
 DEFAULT_KEY = "*"
 
 
 def _month_days(month: str) -> tuple[dt.date, dt.date]:
-    first = dt.date(int(month[:4]), int(month[5:7]), 1)
-    following = (first + dt.timedelta(days=31)).replace(day=1)
-    return first, following - dt.timedelta(days=1)
+    shown = Month.parse(month)
+    return shown.first_day, shown.last_day
 
 
 def price_text(price: Decimal, places: int) -> str:

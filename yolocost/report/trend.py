@@ -15,7 +15,6 @@ of the ledger and mart_project_month.
 
 from __future__ import annotations
 
-import calendar
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -25,6 +24,7 @@ import duckdb
 
 from .. import ledger
 from ..db import one_row
+from ..monthstr import Month
 from .reading import project_sums, rows
 
 TREND_MONTHS = 12
@@ -39,7 +39,8 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 
 def month_name(month: str) -> str:
     """'2026-09' -> 'September 2026' (English month names, whatever the locale)."""
-    return f"{_MONTHS[int(month[5:7]) - 1]} {month[:4]}"
+    shown = Month.parse(month)
+    return f"{_MONTHS[shown.month - 1]} {shown.year:04d}"
 
 
 def _tenths_down(value: Fraction) -> str:
@@ -64,7 +65,7 @@ def describe(row: dict, grain_seconds: int) -> dict:
     (3 %)') and `percent` ('3 %'). Days held are the held intervals' length in days (truncated
     to a tenth; hours under a day), against the month's calendar days."""
     month = row["month"]
-    month_days = calendar.monthrange(int(month[:4]), int(month[5:7]))[1]
+    month_days = Month.parse(month).days
     held_days = Fraction(row["intervals"] * grain_seconds, 86400)
     percent = _percent(row["intervals"], row["month_intervals"])
     held = f"{_tenths_down(held_days)}" if held_days >= 1 else f"{_tenths_down(held_days * 24)} h"
