@@ -453,18 +453,18 @@ def test_a_query_runs_under_the_configured_memory_limit(tmp_path, cli):
     "\uff1d1+1", "\uff0b1", "\uff0d1", "\uff20SUM(A1)", " \uff1d1", "\ufe661",
 ])
 def test_csv_neutralizes_formula_cells(cell):
-    from yolocost import finance, queries
+    from yolocost import csvsafe, finance, tables
     from yolocost.report import jobs
 
-    assert queries.csv_safe(cell) == "'" + cell
-    assert finance.csv_safe is queries.csv_safe is jobs.csv_safe  # every CSV uses the one implementation
+    assert csvsafe.csv_safe(cell) == "'" + cell
+    assert finance.csv_safe is tables.csv_safe is jobs.csv_safe is csvsafe.csv_safe  # every CSV uses the one implementation
 
 
 @pytest.mark.parametrize("cell", ["plain", "1.5", " x", "a=b", "\uff41"])
 def test_csv_leaves_other_cells_alone(cell):
-    from yolocost import queries
+    from yolocost import csvsafe
 
-    assert queries.csv_safe(cell) == cell
+    assert csvsafe.csv_safe(cell) == cell
 
 
 def test_csv_output_neutralizes_header_cells(tmp_path, cli):

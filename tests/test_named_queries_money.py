@@ -87,6 +87,7 @@ def figures(built: BuiltDb, month: str = MONTH) -> dict:
         found["month_job_cents"] = {r[0]: r[1:] for r in con.execute(
             "SELECT job_id, cost, idle_cost FROM ledger_job_month WHERE month = ?", [month]).fetchall()}
         found["places"] = money.minor_unit(cfg.currency)
+        found["currency"] = money.Currency(cfg.currency)
         found["host_days"] = con.execute("""
             SELECT day, hostname, gpu_model, unallocated_cost FROM mart_host_day WHERE month = ?
             ORDER BY day, gpu_model, hostname""", [month]).fetchall()
@@ -355,7 +356,7 @@ def test_leaderboard_mean_cost_per_run_is_the_printed_one(built):
     for r, b in zip(rows, board):
         assert (r["rank"], r["model_type"], r["image_tag"]) == (b["rank"], b["model_type"], b["image_tag"])
         assert r["cost"] == b["cents"]  # the runs' ledger cents, summed
-        assert f"{r['mean_cost_per_run']:,.{places}f}" == templating.money(b["mean_cost_per_run"], "", places)
+        assert f"{r['mean_cost_per_run']:,.{places}f}" == templating.money(b["mean_cost_per_run"], printed["currency"])
         assert r["mean_cost_per_run"] == r["mean_cost_per_run"].quantize(Decimal(1).scaleb(-places))
 
 

@@ -17,9 +17,9 @@ from .money import Currency
 from .resources import shipped_dir
 
 
-def money(value, currency: Currency, with_code: bool = False) -> str:
-    """The `| money` filter: an amount as `currency` shows it (yolocost.money.Currency.format),
-    empty for None (a figure the section does not have)."""
+def money(value, currency: Currency = Currency(""), with_code: bool = False) -> str:
+    """The `| money` filter: an amount as `currency` shows it (yolocost.money.Currency.format;
+    two decimals without one), empty for None (a figure the section does not have)."""
     return "" if value is None else currency.format(value, with_code=with_code)
 
 
