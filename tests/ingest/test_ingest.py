@@ -20,9 +20,9 @@ import subprocess
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
 import pytest
 from helpers.builders import sample_config, yolocost
+from helpers.hourcluster import query
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -52,18 +52,10 @@ def dbs(request, tmp_path_factory):
     return ingested, truth, sample, config
 
 
-def _rows(path: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _both(dbs, sql: str) -> tuple[dict, dict]:
     ingested, truth = dbs[0], dbs[1]
     as_dict = lambda rows: {r[0]: r[1:] for r in rows}  # noqa: E731
-    return as_dict(_rows(ingested, sql)), as_dict(_rows(truth, sql))
+    return as_dict(query(ingested, sql)), as_dict(query(truth, sql))
 
 
 def test_every_attribution_mode_and_special_case_is_in_the_window(dbs):
@@ -73,12 +65,12 @@ def test_every_attribution_mode_and_special_case_is_in_the_window(dbs):
     jobs_by_mode = {}
     for job_id, job in sample.scenario["jobs"].items():
         jobs_by_mode.setdefault(job["mode"], set()).add(job_id)
-    held = {r[0] for r in _rows(dbs[0], "SELECT DISTINCT job_id FROM gpu_usage WHERE job_id IS NOT NULL")}
+    held = {r[0] for r in query(dbs[0], "SELECT DISTINCT job_id FROM gpu_usage WHERE job_id IS NOT NULL")}
     for mode, ids in jobs_by_mode.items():
         assert ids & held, f"no job of mode {mode} was attributed"
-    assert _rows(dbs[0], "SELECT count(*) FROM gpu_usage WHERE mig_profile = '3g.40gb'")[0][0] > 0
+    assert query(dbs[0], "SELECT count(*) FROM gpu_usage WHERE mig_profile = '3g.40gb'")[0][0] > 0
     # a shared GPU: some GPU-interval with two owners whose seconds add up to at most 300
-    shared = _rows(dbs[0], """
+    shared = query(dbs[0], """
         SELECT count(*) FROM (SELECT gpu_uuid, interval_start, count(job_id) AS owners, sum(seconds_present) AS s
                               FROM gpu_usage GROUP BY ALL) WHERE owners >= 2""")[0][0]
     assert shared > 0
@@ -95,7 +87,7 @@ def _assert_raw_rows_equal(ingested: Path, truth: Path, rows: int) -> None:
                     seconds_present, seconds_busy, seconds_idle, round(util_mean, 6), mem_peak_mib,
                     power_mean_w, energy_mj
              FROM gpu_usage ORDER BY 1, 2, 3"""
-    got, want = _rows(ingested, sql), _rows(truth, sql)
+    got, want = query(ingested, sql), query(truth, sql)
     assert len(got) == len(want) == rows
     for g, w in zip(got, want):
         assert g[:12] == w[:12], (g, w)
@@ -134,29 +126,29 @@ def test_conservation_exact(dbs):
     prices = {"NVIDIA A100-SXM4-80GB": Decimal("2.61"), "NVIDIA A10G": Decimal("0.98"),
               "Tesla V100-SXM2-32GB": Decimal("1.46")}
     for path in dbs[:2]:
-        rows = _rows(path, """
+        rows = query(path, """
             SELECT c.month, c.capacity_cost,
                    (SELECT sum(p.gpu_cost) FROM mart_project_month AS p WHERE p.month = c.month)
             FROM mart_cluster_month AS c ORDER BY 1""")
         assert rows
         for month, capacity_cost, parts in rows:
             assert parts == capacity_cost, month
-        by_model = _rows(path, "SELECT gpu_model, sum(gpu_seconds) FROM stg_gpu_usage GROUP BY 1")
+        by_model = query(path, "SELECT gpu_model, sum(gpu_seconds) FROM stg_gpu_usage GROUP BY 1")
         expected = sum(seconds * prices[model] / 3600 for model, seconds in by_model)
         total = sum(r[1] for r in rows)
         assert abs(total - expected) <= Decimal("1e-9") * 2 * len(by_model), (total, expected)
     # and the capacity is the generator's: every GPU's samples, minus gaps and outages
-    got = _rows(dbs[0], "SELECT sum(seconds_present) FROM gpu_usage")[0][0]
-    assert got == _rows(dbs[1], "SELECT sum(seconds_present) FROM gpu_usage")[0][0]
+    got = query(dbs[0], "SELECT sum(seconds_present) FROM gpu_usage")[0][0]
+    assert got == query(dbs[1], "SELECT sum(seconds_present) FROM gpu_usage")[0][0]
 
 
 def test_cost_recomputed_by_hand_for_one_job(dbs):
     """One Kubernetes job: GPU-seconds x price per GPU-hour, summed over the price periods."""
-    job = _rows(dbs[0], """
+    job = query(dbs[0], """
         SELECT j.job_id FROM mart_job AS j JOIN jobs USING (job_id)
         WHERE jobs.gpu_model = 'NVIDIA A10G' ORDER BY gpu_seconds DESC LIMIT 1""")[0][0]
-    seconds = _rows(dbs[0], f"SELECT sum(seconds_present) FROM gpu_usage WHERE job_id = '{job}'")[0][0]
-    cost = _rows(dbs[0], f"SELECT gpu_cost FROM mart_job WHERE job_id = '{job}'")[0][0]
+    seconds = query(dbs[0], f"SELECT sum(seconds_present) FROM gpu_usage WHERE job_id = '{job}'")[0][0]
+    cost = query(dbs[0], f"SELECT gpu_cost FROM mart_job WHERE job_id = '{job}'")[0][0]
     expected = seconds * Decimal("0.98") / 3600  # the A10G price of the sample config, unchanged all month
     assert abs(cost - expected) < Decimal("1e-6"), (job, cost, expected)
 
@@ -178,7 +170,7 @@ def test_job_labels_and_training(dbs):
 
 def test_energy_within_one_percent_of_power_cross_check(dbs):
     """The counter-based energy and power x time agree per GPU model within 1 %."""
-    for model, counter, power in _rows(dbs[0], """
+    for model, counter, power in query(dbs[0], """
             SELECT gpu_model, sum(energy_mj), sum(energy_power_mj) FROM gpu_usage GROUP BY 1"""):
         assert abs(counter - power) <= 0.01 * power, model
 
@@ -188,7 +180,7 @@ def test_rows_stored_in_order_and_scratch_removed(dbs):
     completes (in whatever order the answers come): the rows are stored in the raw table's
     order all the same (interval, GPU, owner with nobody first), and the scratch files go."""
     ingested, _, sample, _ = dbs
-    stored = _rows(ingested, "SELECT interval_start, gpu_uuid, job_id FROM gpu_usage")
+    stored = query(ingested, "SELECT interval_start, gpu_uuid, job_id FROM gpu_usage")
     days = {r[0].date() for r in stored}
     assert len(days) >= 3
     assert stored == sorted(stored, key=lambda r: (r[0], r[1], r[2] is not None, r[2] or ""))
@@ -200,14 +192,14 @@ def test_rerun_is_idempotent(dbs, tmp_path):
     ingested, _, sample, config = dbs
     copy = tmp_path / "again.duckdb"
     copy.write_bytes(ingested.read_bytes())
-    marts = [r[0] for r in _rows(copy, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'mart_%'")]
-    before = {m: _rows(copy, f"SELECT * FROM {m} ORDER BY ALL") for m in marts}
+    marts = [r[0] for r in query(copy, "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'mart_%'")]
+    before = {m: query(copy, f"SELECT * FROM {m} ORDER BY ALL") for m in marts}
     sc = sample.scenario
     result = _run("--config", str(config), "--db", str(copy), "-q", "ingest", "--start", sc["start_utc"],
                   "--end", sc["end_utc"])
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # -q: nothing on stderr
-    after = {m: _rows(copy, f"SELECT * FROM {m} ORDER BY ALL") for m in marts}
+    after = {m: query(copy, f"SELECT * FROM {m} ORDER BY ALL") for m in marts}
     assert len(marts) >= 10 and after == before
 
 
@@ -238,8 +230,8 @@ def test_window_bills_exactly(store, window, window_samples, request, tmp_path):
     got, want = _both(pair, "SELECT month || '|' || coalesce(project, bucket), gpu_seconds, gpu_cost, cost "
                             "FROM mart_project_month ORDER BY 1")
     assert got == want and got
-    months = _rows(ingested, "SELECT month, capacity_cost FROM mart_cluster_month ORDER BY 1")
-    intervals = _rows(ingested, "SELECT count(DISTINCT interval_start) FROM gpu_usage")[0][0]
+    months = query(ingested, "SELECT month, capacity_cost FROM mart_cluster_month ORDER BY 1")
+    intervals = query(ingested, "SELECT count(DISTINCT interval_start) FROM gpu_usage")[0][0]
     if window == "month-end":
         assert [m for m, _ in months] == ["2026-10", "2026-11"]
     if window == "dst-day":  # 25 hours of 5-minute intervals, every one held by some GPU
@@ -247,7 +239,7 @@ def test_window_bills_exactly(store, window, window_samples, request, tmp_path):
     if window == "price-change":  # GPU-seconds x the price in effect, by hand, on each side of the change
         change = dt.datetime(2026, 10, 14, 22, tzinfo=dt.timezone.utc)  # 15 Oct 00:00 in Berlin
         prices = {"NVIDIA A10G": (Decimal("0.98"),) * 2, "NVIDIA A100-SXM4-80GB": (Decimal("2.93"), Decimal("2.61"))}
-        by_side = _rows(ingested, f"""SELECT gpu_model, interval_start >= '{change.isoformat()}', sum(gpu_seconds)
+        by_side = query(ingested, f"""SELECT gpu_model, interval_start >= '{change.isoformat()}', sum(gpu_seconds)
                                      FROM stg_gpu_usage GROUP BY ALL""")  # (MIG instances: their share)
         assert {(m, after) for m, after, _ in by_side} >= {("NVIDIA A100-SXM4-80GB", False),
                                                           ("NVIDIA A100-SXM4-80GB", True)}
