@@ -289,6 +289,7 @@ def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_E
     if not priced:
         return None
     best, worst, between = leaderboard_ends(priced, ends)
+    shown = Currency(currency)
     label = lambda r: f"#{r['rank']} {esc(r['model_type'] or '(no model)')} · {esc(r['image_tag'] or '(no tag)')}"  # noqa: E731
     hover = (f"%{{y}}: {_amount('x', currency)} per mAP50 point<br>%{{customdata[0]}} run(s), mAP50 "
              f"%{{customdata[1]:.3f}}, {_amount('customdata[2]', currency)} per run<extra></extra>")
@@ -296,7 +297,7 @@ def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_E
     def bars(rows: list[dict], name: str, color: str) -> go.Bar:
         return go.Bar(
             y=[label(r) for r in rows], x=[_f(r["cost_per_map50_point"]) for r in rows], orientation="h",
-            name=name, marker_color=color, text=[Currency(currency).format(_f(r['cost_per_map50_point'])) for r in rows],
+            name=name, marker_color=color, text=[shown.format(_f(r['cost_per_map50_point'])) for r in rows],
             textposition="outside", cliponaxis=False,
             customdata=[[r["runs"], _f(r["mean_map50"]), _f(r["mean_cost_per_run"])] for r in rows],
             hovertemplate=hover)

@@ -33,7 +33,6 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import money
 from ..money import Currency
 from ..csvsafe import csv_safe
 from ..db import one_row
@@ -85,7 +84,8 @@ def _ratio(value: float | None) -> float | None:
 
 def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone: str, currency: str) -> dict:
     """The project's jobs of the month, most expensive first, with the totals the rows add up to."""
-    places = money.minor_unit(currency)
+    shown = Currency(currency)
+    places = shown.places
     tz = ZoneInfo(timezone)
     book = gpufit.PriceBook(con)  # before the jobs' query: a query on the connection ends the one before
     cur = con.execute(SQL, [project, project, month, project])
@@ -98,7 +98,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         r["fits"] = gpufit.smaller_gpu(gpufit.Job(r["gpu_models"], r["mem_peak_mib"], r.pop("gpu_seconds"),
                                                   r["seconds_present"], r.pop("last_interval"),
                                                   Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost"), r.pop("gpus")),
-                                      book, Currency(currency))
+                                      book, shown)
         busy += Decimal(r.pop("seconds_busy") or 0)
         present += Decimal(r.pop("seconds_present") or 0)
         r["start"] = _when(start, tz)
