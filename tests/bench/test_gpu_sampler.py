@@ -124,3 +124,30 @@ def test_a_failing_reading_is_told_on_stderr_by_default(capsys):
     _scrape(metrics)
     err = capsys.readouterr().err
     assert err.count("--gpu-sampler") == 1 and "GPU is lost" in err
+
+
+class ReservingPynvml(FakePynvml):
+    """pynvml as nvidia-ml-py 12+ is, on a driver that keeps a reserve: the first memory call
+    counts the reserve as used, the v2 call keeps it apart (an H100 with driver 580, idle:
+    480 MiB used by the first, 0 by nvidia-smi). `v2` False: a driver without the v2 call."""
+
+    nvmlMemory_v2 = 0x02000028
+
+    def __init__(self, v2: bool = True):
+        super().__init__()
+        self.v2 = v2
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        if version is None:
+            return type("Mem", (), {"used": (4096 + 480) * 2**20})()
+        if not self.v2:
+            raise self.NVMLError("Function Not Found")
+        assert version == self.nvmlMemory_v2
+        return type("Mem", (), {"used": 4096 * 2**20, "reserved": 480 * 2**20})()
+
+
+def test_memory_used_leaves_out_the_drivers_reserve_as_dcgm_does():
+    (reading,) = Nvml(ReservingPynvml()).read(HELD)
+    assert reading.fb_used_mib == 4096.0
+    (older,) = Nvml(ReservingPynvml(v2=False)).read(HELD)
+    assert older.fb_used_mib == 4096.0 + 480  # no v2 call: the first one's figure, not nothing

@@ -120,10 +120,27 @@ class Nvml:
         return Reading(
             gpu=gpu,
             util_percent=value(lambda: nv.nvmlDeviceGetUtilizationRates(handle).gpu),
-            fb_used_mib=value(lambda: nv.nvmlDeviceGetMemoryInfo(handle).used / 2**20),
+            fb_used_mib=value(lambda: _fb_used_bytes(nv, handle) / 2**20),
             power_w=value(lambda: nv.nvmlDeviceGetPowerUsage(handle) / 1000.0),
             energy_mj=value(lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle)),
         )
+
+
+def _fb_used_bytes(nv, handle) -> int:
+    """Framebuffer memory in use as dcgm-exporter's DCGM_FI_DEV_FB_USED and nvidia-smi count it:
+    without the memory the driver reserves for itself (DCGM serves that as FB_RESERVED).
+
+    NVML's first memory call counts the reserve as used: on an idle H100 (driver 580) it gave
+    480 MiB where nvidia-smi showed 0, a constant added to every job's peak memory. The v2
+    call (drivers since R510) keeps the two apart; an older driver, or an nvidia-ml-py without
+    it, falls back to the first."""
+    version = getattr(nv, "nvmlMemory_v2", None)
+    if version is not None:
+        try:
+            return nv.nvmlDeviceGetMemoryInfo(handle, version=version).used
+        except nv.NVMLError:
+            pass
+    return nv.nvmlDeviceGetMemoryInfo(handle).used
 
 
 def _text(value) -> str:
