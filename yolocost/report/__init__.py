@@ -45,7 +45,7 @@ from ..config import Config
 from ..errors import YolocostError
 from ..outputs import cannot_write, move_into_own_folder, own_folder, refuse_folder_in_the_way
 from ..templating import environment, template_errors
-from . import charts, data, jobs, paper, sections
+from . import charts, data, jobs, listing, paper, sections
 from . import html as html_out
 from . import index as month_index
 from .notes import month_notes
@@ -194,6 +194,7 @@ def _context(config: Config, month: str, audience: Audience, report: dict) -> di
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "top": data.TOP,
         "leaderboard_ends": charts.LEADERBOARD_ENDS,  # the PDF prints the best and the worst this many
+        "long_table": listing.LONG, "listed": listing.listed,  # a longer table prints as aligned text
         "r": report,
     }
 
@@ -296,7 +297,7 @@ def _render_all(config: Config, month: str, audiences: Sequence[str], formats: l
         pages = {name: env.get_template(name) for name, fmt in _EXTRA_PAGES if fmt in formats}
     result = ReportResult(month, folder, audiences=chosen if wants_reports else [], formats=formats)
     started = time.monotonic()
-    figures = {a: sections.figures(reports[a], config.currency, a.project is None) for a in reports}
+    figures = {a: sections.figures(reports[a], config.currency, a.project) for a in reports}
     result.charts = sum(len(f) for f in figures.values())
     if wants_reports:
         progress(f"built {result.charts} charts in {time.monotonic() - started:.1f} s")

@@ -47,6 +47,17 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequenc
             "total": line(total) if total else "", "font_size": size}
 
 
+LONG = 40  # rows: a section's table longer than this prints as a listing (the HTML keeps the table)
+
+
+def listed(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None = None,
+           text_columns: int = 1, heading_pt: float = 150) -> dict:
+    """For a section template (the global `listed`): a long table whose cells the template
+    formatted with its own filters, as a listing on portrait A4; its first `text_columns`
+    columns are text (left-aligned), the others figures (right-aligned)."""
+    return aligned(header, rows, total, frozenset(header[text_columns:]), PORTRAIT, heading_pt)
+
+
 TAG_HEADER = ("Model type", "GPU model", "GPUs", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs/GPU-h",
               "Peak GiB", "Median GiB", "Fit/GPU", "Cost", "Cost/epoch", "Speed vs fastest", "Memory vs fastest")
 _TAG_RIGHT = frozenset(TAG_HEADER[4:])
