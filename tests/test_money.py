@@ -207,6 +207,17 @@ def test_the_minor_unit_follows_the_currency():
     assert shown == {"EUR": "1,083,333.34", "JPY": "1,083,333", "KWD": "1,083,333.335"}
 
 
+def test_the_money_filter_adds_the_reports_own_code_and_no_other():
+    import pytest
+
+    from yolocost.templating import environment
+
+    page = environment(currency="JPY").from_string("{{ v | money(code) }}")
+    assert page.render(v=Decimal("1234.5"), code="JPY") == "1,235 JPY"
+    with pytest.raises(ValueError, match="amounts are in JPY"):  # a yen figure labelled in euros
+        page.render(v=Decimal("1234.5"), code="EUR")
+
+
 def test_a_currency_shows_amounts_in_its_minor_unit():
     from yolocost.money import Currency
 

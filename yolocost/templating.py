@@ -52,9 +52,15 @@ def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Envi
         lstrip_blocks=True,
     )
     shown = Currency(currency)  # two decimals without a currency
-    # `| money(currency)`: with the currency's code after the amount
-    env.filters.update(money=lambda value, code="": money(value, shown, with_code=bool(code)),
-                       number=number, percent=percent)
+
+    def money_filter(value, code: str = "") -> str:
+        """`| money`: the amount; `| money(currency)`: with the report's currency code after it.
+        A template naming another code would label the amount wrongly: refused."""
+        if code and code != shown.code:
+            raise ValueError(f"| money({code!r}): this report's amounts are in {shown.code or 'no currency'}")
+        return money(value, shown, with_code=bool(code))
+
+    env.filters.update(money=money_filter, number=number, percent=percent)
     return env
 
 

@@ -27,7 +27,7 @@ def figures(sample_db):
         for project in (None, "视觉质检"):
             report = sections.collect(con, MONTH, project, timezone=config.timezone, grain_seconds=config.grain_seconds,
                                       currency=config.currency)
-            for name, fig in sections.figures(report, config.currency, project is None).items():
+            for name, fig in sections.figures(report, config.currency, project).items():
                 found[f"{project or 'admin'}:{name}"] = fig
         return found
     finally:

@@ -110,7 +110,7 @@ def test_every_pdf_has_every_section_heading_and_chart_title(rendered, sample_db
                 assert heading in text, (audience.stem, heading)
             report = sections.collect(con, MONTH, audience.project, timezone=sample_db.config.timezone,
                                       grain_seconds=sample_db.config.grain_seconds, currency=sample_db.config.currency)
-            figures = sections.figures(report, sample_db.config.currency, audience.project is None)
+            figures = sections.figures(report, sample_db.config.currency, audience.project)
             printed = [f for name, f in figures.items() if name not in charts.HTML_ONLY]
             assert len(printed) >= 8, audience.stem
             for fig in printed:

@@ -115,7 +115,6 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
     table = {
         "rows": jobs,
         "currency": currency,
-        "places": places,
         "timezone": timezone,
         "jobs": len(jobs),
         "cost": sum((j["cost"] for j in jobs), zero_cents),

@@ -167,11 +167,13 @@ def collect(con, month: str, project: str | None, *, timezone: str, grain_second
     return reading.report
 
 
-def figures(report: dict, currency: str, admin: bool) -> dict[str, go.Figure]:
-    """The figures of one audience's report by chart name (a section without data has none)."""
+def figures(report: dict, currency: str, project: str | None) -> dict[str, go.Figure]:
+    """The figures of the report for `project` (None: the admin report) by chart name (a
+    section without data has none)."""
+    admin = project is None
     drawing = Drawing(currency, admin, charts.project_colors(report["projects"]) if admin else None)
     found = {}
-    for section in shown_to(ADMIN if admin else PROJECT):
+    for section in shown_to(audience_of(project)):
         for name, draw in section.charts.items():
             figure = draw(report[section.id], drawing)
             if figure is not None:
