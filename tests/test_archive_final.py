@@ -1,7 +1,7 @@
 """Archived means final: nothing a load or an ingest brings changes a document of an archived
 month, and prune archives no month the database holds only in part.
 
-July and August 2026 (test_months' months: 16 GPUs at the 300 s grain), July archived. A month's
+July and August 2026 (helpers.months' months: 16 GPUs at the 300 s grain), July archived. A month's
 documents read its by-month marts and ledger rows, and, for the whole-job figures (start and
 end, mAP, cost per mAP point, the value leaderboard), the month's rows of mart_job_by_month,
 which an archived month keeps as it was archived while the open months follow new data.
@@ -19,13 +19,19 @@ import duckdb
 import pytest
 from helpers.builders import (epoch_rows, intervals, job_row, make_config, result_row, usage_row, write_raw,
                       yolocost)
-from test_months import GENERATED, NOW, _config, documents, named_queries, raw_months, two_months  # noqa: F401 (fixtures)
+from helpers.months import GENERATED, NOW, _config, documents, load_two_months, named_queries, write_months
 
 from yolocost import load, months, queries
 
 UTC = dt.timezone.utc
 JULY, AUGUST = "2026-07", "2026-08"
 CROSSING_JOB = "2026-07-g3-w4"  # holds GPUs 12-14 to the end of July; carried on into August on GPU 15 below
+
+
+@pytest.fixture(scope="module")
+def two_months(tmp_path_factory):
+    """July and August loaded, month by month, into one database (copied by each test)."""
+    return load_two_months(write_months(tmp_path_factory.mktemp("months")), tmp_path_factory.mktemp("two"))
 
 
 @pytest.fixture
@@ -53,7 +59,7 @@ def most_expensive(cfg, month: str) -> list[dict]:
 
 def light_documents(cfg, month: str, folder: Path) -> dict[str, bytes]:
     """The month's HTML reports, summary, index and CSVs (no PDF), by file name, with the minute
-    each was generated at masked (as test_months' `documents`: two renders may straddle one)."""
+    each was generated at masked (as helpers.months' `documents`: two renders may straddle one)."""
     from yolocost.report import render_reports
 
     out = dataclasses.replace(cfg, report_dir=folder)

@@ -14,17 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builders import assert_one_line_error, yolocost
-
-CONFIG = """
-[cluster]
-name = "c"
-timezone = "UTC"
-[database]
-path = "yc.duckdb"
-[[prices]]
-gpu_model = "A100"
-price_per_gpu_hour = "2.00"
-"""
+from helpers.onegpu import CONFIG
 
 
 

@@ -11,47 +11,30 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 import shutil
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pytest
-from helpers.builders import (CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, make_config, write_month,
-                      yolocost)
+from helpers.builders import CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, yolocost
+from helpers.months import MONTHS, NOW, PRICES, _config, documents, load_two_months, named_queries, write_months
 
-from yolocost import db, load, months, queries
+from yolocost import db, load, months
 from yolocost.errors import YolocostError
-from yolocost.report import render_reports
 
 UTC = dt.timezone.utc
-MONTHS = ("2026-07", "2026-08", "2026-09")
 
 
 @pytest.fixture(scope="module")
 def raw_months(tmp_path_factory) -> dict[str, Path]:
-    base = tmp_path_factory.mktemp("months")
-    return {m: write_month(base / m, make_config(base), m) for m in MONTHS}
-
-
-PRICES = [("A100", "2.93"), ("V100", "1.10")]
-
-
-def _config(folder: Path, prices=None, **extra):
-    cfg = make_config(folder, prices=prices or PRICES, energy_prices=["0.25"], ingest={"retention_days": 30}, **extra)
-    return dataclasses.replace(cfg, report_dir=folder / "reports")
+    return write_months(tmp_path_factory.mktemp("months"))
 
 
 @pytest.fixture(scope="module")
 def two_months(raw_months, tmp_path_factory):
     """July and August loaded, month by month, into one database (copied by each test)."""
-    folder = tmp_path_factory.mktemp("two")
-    cfg = _config(folder)
-    for m in MONTHS[:2]:
-        load.load_parquet_dir(cfg, raw_months[m])
-    return cfg
+    return load_two_months(raw_months, tmp_path_factory.mktemp("two"))
 
 
 @pytest.fixture
@@ -66,40 +49,6 @@ def count(cfg, sql: str) -> int:
         return con.execute(sql).fetchone()[0]
     finally:
         con.close()
-
-
-GENERATED = re.compile(rb"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC")
-PDF_SIZE = re.compile(rb'(\.pdf">PDF</a><span class="size" title=")\d+ bytes">[^<]*')  # in index.html
-
-
-def documents(cfg, month: str, folder: Path) -> dict[str, bytes]:
-    """The month's HTML and PDF reports, summary, index, finance CSV and job CSVs, by file name:
-    the bytes, with the minute each was generated at masked. A PDF is not the same bytes from
-    one rendering to the next (it embeds the time it was made, and its chart images vary by a
-    few bytes), so a PDF counts as the text on its pages, and its size in the index is masked."""
-    out = dataclasses.replace(cfg, report_dir=folder)
-    result = render_reports(out, month, ["all"], ["html", "pdf", "summary", "csv", "index"])
-    files = sorted(result.folder.iterdir())
-    assert any(p.suffix == ".pdf" for p in files)
-    return {p.name: PDF_SIZE.sub(rb"\1(size)", GENERATED.sub(b"generated (time)",
-                                                              pdf_text(p) if p.suffix == ".pdf" else p.read_bytes()))
-            for p in files}
-
-
-def pdf_text(path: Path) -> bytes:
-    return subprocess.run(["pdftotext", "-layout", "-enc", "UTF-8", str(path), "-"], capture_output=True,
-                          check=True).stdout
-
-
-def named_queries(cfg, month: str) -> dict[str, list]:
-    out = {}
-    for q in queries.available():
-        if any(p.name == "month" for p in q.params):
-            out[q.name] = queries.run(cfg.database, q, {"month": month})[1]
-    return out
-
-
-NOW = dt.datetime(2026, 9, 10, tzinfo=UTC)  # retention 30 days: the cutoff is Aug 11, July is prunable
 
 
 def test_a_pruned_month_keeps_every_figure_and_the_next_stays_rebuildable(loaded, raw_months, tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import cli_argv
-from test_bad_input import CONFIG, write_raw
+from helpers.onegpu import CONFIG, write_raw
 
 MONTH = "2026-10"
 CLI = cli_argv()  # subprocess.run, not the cli fixture, where the tests below break stderr themselves
