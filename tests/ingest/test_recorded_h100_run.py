@@ -4,8 +4,9 @@
 HBM3 (driver 580.159.04): yolov8n on the synthetic dataset, 104 epochs in 190 s, and scraped
 its endpoint every 5 s as a Prometheus would (recorded/h100-yolov8n-scrapes.jsonl.xz: each
 scrape's text with the wall-clock time it was taken). Here the scrapes are backfilled at those
-times with promtool, ingested at a 60-s grain, and every stored row is checked against the bill
-computed by hand from the same scrapes.
+times with promtool into a real Prometheus, and imported into a real VictoriaMetrics, each
+ingested at a 60-s grain, and every stored row is checked against the bill computed by hand
+from the samples that store kept.
 
 What it holds that generated data does not: NVML's own readings (power swinging between 100
 and 294 W from one scrape to the next, an energy counter that grows by what the power says, a
@@ -17,12 +18,14 @@ during `--linger`, carry no job info: unallocated time).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import lzma
 from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from helpers.livescrape import (
@@ -30,6 +33,7 @@ from helpers.livescrape import (
     write_config,
 )
 from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 from prometheus_client.parser import text_string_to_metric_families
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -66,21 +70,35 @@ def openmetrics(recorded: list[tuple[float, str]]) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
-@pytest.fixture(scope="module")
-def replayed(tmp_path_factory):
-    """The recording backfilled into a Prometheus and ingested: (stored samples, database, window)."""
-    skip_or_fail_without_prometheus()
-    root = tmp_path_factory.mktemp("h100")
+@contextlib.contextmanager
+def _store(name: str, root: Path, om: Path) -> Iterator[PrometheusServer | VictoriaMetricsServer]:
+    """A running store holding the recording: Prometheus backfilled by promtool, or
+    VictoriaMetrics (whose ranges leave out their start) fed over its import API."""
+    if name == "prometheus":
+        skip_or_fail_without_prometheus()
+        backfill(om, root / "prom")
+        with PrometheusServer(root / "prom") as prom:
+            yield prom
+        return
+    fail_without_victoriametrics()
+    with VictoriaMetricsServer(root / "vm" / "data") as vm:
+        vm.import_openmetrics(om)
+        yield vm
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoria-metrics"])
+def replayed(request, tmp_path_factory):
+    """The recording in a real store, ingested: (stored samples, database, window)."""
+    root = tmp_path_factory.mktemp(f"h100-{request.param}")
     recorded = scrapes()
     om = root / "h100.om"
     om.write_text(openmetrics(recorded), encoding="utf-8")
-    backfill(om, root / "prom")
     window = (int(recorded[0][0]) // GRAIN * GRAIN, (int(recorded[-1][0]) // GRAIN + 1) * GRAIN)
-    with PrometheusServer(root / "prom") as prom:
-        stored = stored_samples(prom.url, (UTIL, FB, POWER, ENERGY, JOB_INFO), at=window[1] - 0.001,
+    with _store(request.param, root, om) as store:
+        stored = stored_samples(store.url, (UTIL, FB, POWER, ENERGY, JOB_INFO), at=window[1] - 0.001,
                                 seconds=window[1] - window[0])
         db = root / "h100.duckdb"
-        result = run_ingest(write_config(root, "h100", prom.url, interval=INTERVAL, grain=GRAIN), db, window)
+        result = run_ingest(write_config(root, "h100", store.url, interval=INTERVAL, grain=GRAIN), db, window)
     assert result.returncode == 0, result.stderr[-3000:]
     return stored, db, window
 
