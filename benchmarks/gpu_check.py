@@ -6,9 +6,9 @@ while this script scrapes its endpoint every `--every` seconds, each scrape stam
 wall-clock time it was taken (`scrapes.jsonl`), and the run's record and results.csv. Every
 file goes to `--out` as soon as it exists, so a run cut short still leaves what it saw.
 
-`benchmarks/gpu_replay.py` turns the scrapes into OpenMetrics, backfills them into a real
-Prometheus and ingests them, so the bill of a real GPU run can be checked against what the
-GPU did.
+`tests/ingest/test_recorded_h100_run.py` turns a recording into OpenMetrics, puts it into a
+real Prometheus and a real VictoriaMetrics and ingests it, so the bill of a real GPU run is
+checked against what the GPU did.
 
     python benchmarks/gpu_check.py --out OUT [--epochs 200 --minutes 3]
 """
@@ -39,17 +39,32 @@ def nvml_beside_smi(out: Path) -> None:
         first = session.read([gpu])[0]
         time.sleep(2.0)
         second = session.read([gpu])[0]
+        memory = _memory_calls(session.nv, session.nv.nvmlDeviceGetHandleByIndex(0))
     finally:
         session.close()
     found = {
         "nvidia_smi": dict(zip(fields.split(","), (v.strip() for v in smi.split(",")))),
         "gpu": gpu.__dict__,
         "readings": [r.__dict__ | {"gpu": None} for r in (first, second)],
+        "memory_mib": memory,
         "energy_mj_in_2s": (second.energy_mj - first.energy_mj)
         if first.energy_mj is not None and second.energy_mj is not None else None,
     }
     (out / "nvml.json").write_text(json.dumps(found, indent=1, default=str))
     print(json.dumps(found, default=str), file=sys.stderr, flush=True)
+
+
+def _memory_calls(nv, handle) -> dict:
+    """Memory in use by NVML's first call and by its v2 call (with the driver's reserve apart):
+    what `--gpu-sampler` served before and after it read the v2 call."""
+    mib = 2**20
+    found = {"v1_used": nv.nvmlDeviceGetMemoryInfo(handle).used / mib}
+    try:
+        v2 = nv.nvmlDeviceGetMemoryInfo(handle, version=nv.nvmlMemory_v2)
+        found |= {"v2_used": v2.used / mib, "v2_reserved": v2.reserved / mib}
+    except (AttributeError, nv.NVMLError) as exc:
+        found["v2_error"] = str(exc)
+    return found
 
 
 def scrape(url: str) -> str | None:
@@ -100,7 +115,12 @@ def main() -> int:
         while run.poll() is None:
             if time.time() - started > args.deadline:
                 run.terminate()
-                run.wait(30)
+                try:
+                    run.wait(30)
+                except subprocess.TimeoutExpired:
+                    run.kill()
+                    run.wait()
+                print(f"stopped the run after {args.deadline:.0f} s (--deadline)", file=sys.stderr, flush=True)
                 break
             text = scrape(url)
             if text is not None:
@@ -114,7 +134,7 @@ def main() -> int:
         found = sorted(folder.rglob(name))
         if found:
             shutil.copy(found[0], args.out / name)
-    return run.returncode or 0
+    return 0 if run.returncode == 0 else 1
 
 
 if __name__ == "__main__":

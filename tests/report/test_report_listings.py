@@ -49,18 +49,27 @@ def render(section: str, report: dict, fmt: str, admin: bool = True) -> str:
     return page.render(**CONTEXT, r=report, fmt=fmt, audience={"admin": admin, "project": None if admin else "p"})
 
 
-def listed_rows(text: str) -> list[list[str]]:
-    """The lines of every listing block, each split into its cells (two or more spaces apart):
-    the header once, then the rows, the rule left out."""
+def printed_lines(text: str) -> list[str]:
+    """The lines of every listing block: the header once, then the rows and the total (the
+    rule left out), as printed."""
     blocks = [html.unescape(b) for b in re.findall(r'<pre class="listing"[^>]*>(.*?)</pre>', text, re.S)]
     lines = [line for i, b in enumerate(blocks) for j, line in enumerate(b.split("\n")) if i == 0 or j > 0]
-    return [re.split(r"\s{2,}", line.strip()) for line in lines if line.strip() and not set(line.strip()) <= {"-"}]
+    return [line for line in lines if line.strip() and not set(line.strip()) <= {"-"}]
 
 
 def table_rows(text: str, after: str = "") -> list[list[str]]:
-    """The first table after `after` as its rows of non-empty cells."""
+    """The first table after `after` as its rows of cells, empty ones kept."""
     text = text[text.index(after):] if after else text
-    return [[c for c in row if c] for row in cells(text[:text.index("</table>")])]
+    return cells(text[:text.index("</table>")])
+
+
+def lines_of(table: list[list[str]], text_columns: int) -> list[str]:
+    """The rows as a listing prints them, worked out from the HTML table's cells alone (the
+    test's cells are ASCII): each column as wide as its widest cell, the first `text_columns`
+    left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(c.ljust(w) if i < text_columns else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            for row in table]
 
 
 CASES = {
@@ -72,16 +81,18 @@ CASES = {
 }
 
 
+TEXT_COLUMNS = {"users": 2, "breakers": 6, "unallocated": 2}  # in the admin report; one fewer for a project
+
+
 @pytest.mark.parametrize("name, admin", [(n, a) for n in CASES for a in (True, False) if a or n != "unallocated"])
 def test_a_long_table_prints_the_html_tables_cells_as_lines(name, admin):
     report, after = CASES[name]
     long = report(listing.LONG + 1)
     printed, shown = render(name, long, "pdf", admin), render(name, long, "html", admin)
     assert "<table" not in printed[printed.index(after):] if after else "<tbody" not in printed
-    table, lines = table_rows(shown, after), listed_rows(printed)
-    table = [[c.replace(" → ", " -> ") for c in row] for row in table]  # the listing's ASCII arrow
-    assert len(lines) == len(table) == listing.LONG + 3  # header, the rows, the total
-    assert lines == table
+    table = [[c.replace(" → ", " -> ") for c in row] for row in table_rows(shown, after)]  # the listing's ASCII arrow
+    assert len(table) == listing.LONG + 3 and len({len(row) for row in table}) == 1  # header, rows, total
+    assert printed_lines(printed) == lines_of(table, TEXT_COLUMNS[name] - (0 if admin else 1))
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -90,3 +101,11 @@ def test_a_short_table_stays_a_table_in_the_pdf(name):
     printed = render(name, report(listing.LONG), "pdf")
     assert '<pre class="listing"' not in printed
     assert table_rows(printed, after) == table_rows(render(name, report(listing.LONG), "html"), after)
+
+
+def test_a_none_cell_prints_empty_and_a_short_row_is_refused():
+    printed = listing.listed(["Job", "Project", "Cost"], [["j1", None, "2.00"], ["j2", "p", "10.00"]], None, 2)
+    # columns 3, 7 and 5 wide (the headers are the widest cells), two spaces apart
+    assert printed["blocks"] == [["j1             2.00", "j2   p        10.00"]]
+    with pytest.raises(ValueError, match="header's 3 cells"):
+        listing.listed(["Job", "Project", "Cost"], [["j1", "2.00"]], None, 2)

@@ -30,6 +30,8 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequenc
     (empty without a total) and the `font_size` (pt, at most MAX_PT) at which the widest line
     fits the page. A row of one cell is a line of its own (a note between rows)."""
     table = [r for r in rows if len(r) > 1]
+    if any(len(r) != len(header) for r in [*table, *([total] if total else [])]):
+        raise ValueError(f"a listing row has not the header's {len(header)} cells")  # a template's mistake
     widths = [max(width(r[i]) for r in [header, *([total] if total else []), *table]) for i in range(len(header))]
 
     def line(row: Sequence[str]) -> str:
@@ -54,8 +56,13 @@ def listed(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence
            text_columns: int = 1, heading_pt: float = 150) -> dict:
     """For a section template (the global `listed`): a long table whose cells the template
     formatted with its own filters, as a listing on portrait A4; its first `text_columns`
-    columns are text (left-aligned), the others figures (right-aligned)."""
-    return aligned(header, rows, total, frozenset(header[text_columns:]), PORTRAIT, heading_pt)
+    columns are text (left-aligned), the others figures (right-aligned). A None cell prints
+    empty."""
+    def cells(row: Sequence) -> list[str]:
+        return ["" if v is None else str(v) for v in row]
+
+    return aligned(header, [cells(r) for r in rows], cells(total) if total else None,
+                   frozenset(header[text_columns:]), PORTRAIT, heading_pt)
 
 
 TAG_HEADER = ("Model type", "GPU model", "GPUs", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs/GPU-h",
