@@ -104,7 +104,7 @@ def test_a_project_has_one_colour_in_every_admin_chart(con, sample_db):
     from yolocost.report import charts
 
     report = _collect(con, sample_db.config, None)
-    figures = sections.figures(report, sample_db.config.currency, admin=True)
+    figures = sections.figures(report, sample_db.config.currency, None)
     by_chart = {}
     bars = figures["projects"].data[0]
     by_chart["projects"] = dict(zip(bars.y, bars.marker.color))

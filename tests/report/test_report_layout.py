@@ -291,7 +291,7 @@ def figures(sample_db):
         for project in [None, *projects]:
             report = report_sections.collect(con, MONTH, project, timezone=config.timezone,
                                              grain_seconds=config.grain_seconds, currency=config.currency)
-            out[project] = (report, report_sections.figures(report, config.currency, project is None))
+            out[project] = (report, report_sections.figures(report, config.currency, project))
         return config.currency, out
     finally:
         con.close()

@@ -264,7 +264,7 @@ def test_trend_reaches_back_twelve_months_with_data(built_db):
 
 def test_trend_chart_has_the_months_and_the_currency(three_months):
     report = collect(three_months, MONTH, None)
-    fig = sections.figures(report, three_months.config.currency, admin=True)["trend"]
+    fig = sections.figures(report, three_months.config.currency, None)["trend"]
     bars = fig.data[0]
     assert list(bars.x) == ["2026-08", "2026-09", "2026-10"]
     assert list(bars.y) == [float((h + u) * PRICE) for h, _, _, u in CLUSTER.values()]
