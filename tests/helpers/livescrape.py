@@ -56,6 +56,8 @@ import duckdb
 from helpers.builders import yolocost
 from helpers.promserver import scrape_job
 
+from yolocost.synth.openmetrics import label_text
+
 UTC = dt.timezone.utc
 UTIL, FB, POWER, ENERGY = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
                            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
@@ -133,12 +135,7 @@ class Series:
     value: float
 
     def text(self) -> str:
-        inner = ",".join(f'{k}="{_escape(v)}"' for k, v in self.labels)
-        return f"{self.name}{{{inner}}} {_number(self.name, self.value)}"
-
-
-def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f"{self.name}{{{label_text(self.labels)}}} {_number(self.name, self.value)}"
 
 
 def _number(name: str, value: float) -> str:

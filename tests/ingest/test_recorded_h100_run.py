@@ -41,6 +41,8 @@ pytest.importorskip("prometheus_client")  # the bench extra's, as in tests/bench
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from yolocost.synth.openmetrics import label_text  # noqa: E402
+
 RECORDED = Path(__file__).parent / "recorded"
 JOB, GPU = "h100-yolov8n", "GPU-4a68c820-de1a-f87d-7df6-a364b1e5a40e"
 INTERVAL, GRAIN = 5, 60  # the recording's scrape interval; the smallest grain the config allows
@@ -51,10 +53,6 @@ def scrapes() -> list[tuple[float, str]]:
     """(time taken, exposition text) of each recorded scrape, in order."""
     with lzma.open(RECORDED / "h100-yolov8n-scrapes.jsonl.xz", "rt", encoding="utf-8") as f:
         return [(row["t"], row["text"]) for row in map(json.loads, f)]
-
-
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def openmetrics(recorded: list[tuple[float, str]]) -> str:
@@ -70,8 +68,7 @@ def openmetrics(recorded: list[tuple[float, str]]) -> str:
     for name, series in families.items():
         lines.append(f"# TYPE {name} gauge")
         for labels, samples in series.items():
-            selector = ",".join(f'{k}="{_label(v)}"' for k, v in labels)
-            lines += [f"{name}{{{selector}}} {v!r} {t:.3f}" for t, v in samples]
+            lines += [f"{name}{{{label_text(labels)}}} {v!r} {t:.3f}" for t, v in samples]
     return "\n".join(lines) + "\n# EOF\n"
 
 

@@ -54,7 +54,7 @@ LONG = 40  # rows: a section's table longer than this prints as a listing (the H
 
 def listed(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None = None,
            text_columns: int = 1, heading_pt: float = 150) -> dict:
-    """For a section template (the global `listed`): a long table whose cells the template
+    """For a section template (`listed` in its context): a long table whose cells the template
     formatted with its own filters, as a listing on portrait A4; its first `text_columns`
     columns are text (left-aligned), the others figures (right-aligned). A None cell prints
     empty."""
