@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import math
 import re
 
 import duckdb
@@ -46,6 +47,24 @@ def plain(value) -> str:
     return html.unescape(str(value or "")).replace("<br>", "\n")
 
 
+def bar_traces(ax, horizontal: bool) -> list[list[tuple[float, float, float]]]:
+    """Each bar trace's bars as (position, base, end): one PolyCollection per trace, one box
+    per bar, its corners (position - half, base), (position - half, end), (position + half,
+    end), ... with x and y the other way round for a horizontal bar."""
+    from matplotlib.collections import PolyCollection
+
+    traces = []
+    for collection in ax.collections:
+        if isinstance(collection, PolyCollection) and collection.get_label() == "_bars":
+            bars = []
+            for path in collection.get_paths():
+                corners = [(y, x) if horizontal else (x, y) for x, y in path.vertices[:3]]
+                (left, base), (_, end), (right, _) = corners
+                bars.append(((left + right) / 2, base, end))
+            traces.append(bars)
+    return traces
+
+
 def _bar_values(trace) -> list[tuple[str, float]]:
     cats, values = (trace.y, trace.x) if trace.orientation == "h" else (trace.x, trace.y)
     return [(plain(c), float(v)) for c, v in zip(cats, values) if v is not None]
@@ -68,19 +87,18 @@ def test_bars_have_the_figures_values_at_their_categories(figures):
             continue
         out = drawn(fig)
         ax = out.axes[0]
-        assert len(ax.containers) == len(traces), key
         horizontal = traces[0].orientation == "h"
+        drawn_traces = bar_traces(ax, horizontal)
+        assert len(drawn_traces) == len(traces), key
         date_axis = fig.layout.xaxis.type == "date"
         labels = {round(t.get_position()[1 if horizontal else 0], 6): t.get_text()
                   for t in (ax.get_yticklabels() if horizontal else ax.get_xticklabels())}
         stacked = fig.layout.barmode == "stack"
-        for trace, container in zip(traces, ax.containers):
+        for trace, bars in zip(traces, drawn_traces):
             want = _bar_values(trace)
-            assert len(container.patches) == len(want), key
-            for (category, value), patch in zip(want, container.patches):
-                length = patch.get_width() if horizontal else patch.get_height()
-                assert length == pytest.approx(value, abs=1e-9), (key, category)
-                center = (patch.get_y() + patch.get_height() / 2) if horizontal else (patch.get_x() + patch.get_width() / 2)
+            assert len(bars) == len(want), key
+            for (category, value), (center, base, end) in zip(want, bars):
+                assert end - base == pytest.approx(value, abs=1e-9), (key, category)
                 if date_axis:  # the bar stands on its day
                     day = matplotlib.dates.num2date(center).replace(tzinfo=None)
                     assert day == dt.datetime.fromisoformat(category), key
@@ -94,10 +112,9 @@ def test_bars_have_the_figures_values_at_their_categories(figures):
                 for category, value in _bar_values(trace):
                     piles[category] = piles.get(category, 0.0) + value
             tops: dict[float, float] = {}
-            for container in ax.containers:
-                for patch in container.patches:
-                    at = round(patch.get_y() + patch.get_height() / 2 if horizontal else patch.get_x() + patch.get_width() / 2, 6)
-                    end = patch.get_x() + patch.get_width() if horizontal else patch.get_y() + patch.get_height()
+            for bars in drawn_traces:
+                for center, base, end in bars:
+                    at = round(center, 6)
                     tops[at] = max(tops.get(at, 0.0), end)
             assert sorted(tops.values()) == pytest.approx(sorted(piles.values())), key
     assert checked > 300
@@ -194,3 +211,104 @@ def test_every_title_of_the_sample_month_fits_its_chart(figures):
         out = drawn(fig)
         box = _title_box(out)
         assert box.x0 >= 0 and box.x1 <= out.bbox.width, key
+
+
+def laid_out(fig: go.Figure):
+    """The chart drawn, then laid out again at its own dpi for measuring (saving the SVG lays
+    it out at 72 dpi and leaves the axis titles placed in those pixels)."""
+    out = drawn(fig)
+    with matplotlib.rc_context(paper._rc()):
+        out.draw_without_rendering()
+    return out, out._get_renderer()
+
+
+def _in_view(ax, labels, which: int) -> list:
+    """The tick labels matplotlib draws: those of ticks inside the axis's view."""
+    low, high = sorted(ax.get_xlim() if which == 0 else ax.get_ylim())
+    span = (high - low) * 1e-9
+    return [t for t in labels if t.get_text() and low - span <= t.get_position()[which] <= high + span]
+
+
+def _texts(out) -> list:
+    """Every text the chart draws: tick labels in view, titles, bar labels, legend entries."""
+    ticks = {id(t) for ax in out.axes for t in (*ax.get_xticklabels(), *ax.get_yticklabels())}
+    shown = [t for ax in out.axes for t in (*_in_view(ax, ax.get_xticklabels(), 0), *_in_view(ax, ax.get_yticklabels(), 1))]
+    others = [t for t in out.findobj(matplotlib.text.Text) if id(t) not in ticks and t.get_visible() and t.get_text().strip()]
+    return shown + others
+
+
+def _overlap(a, b, slack: float = 0.5) -> bool:
+    return a.x0 < b.x1 - slack and b.x0 < a.x1 - slack and a.y0 < b.y1 - slack and b.y0 < a.y1 - slack
+
+
+def labels_apart(ax, labels, renderer) -> bool:
+    """No two tick labels touch: upright ones by their boxes; turned ones (parallel) by the
+    distance across their lines, the ticks' spacing times the sine of the angle."""
+    turned = [t for t in labels if t.get_rotation()]
+    if not turned:
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        return not any(_overlap(p, q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
+    angle = math.radians(turned[0].get_rotation())
+    at = sorted(ax.transData.transform((t.get_position()[0], 0))[0] for t in turned)
+    line = paper._lines_px(paper.TICK_SIZE, 1)
+    return all((b - a) * math.sin(angle) >= line - 0.5 for a, b in zip(at, at[1:]))
+
+
+def test_every_text_of_the_sample_month_stays_inside_its_chart_and_apart(figures):
+    """The axes are placed from measured text (no layout engine): every title, tick label,
+    axis title, bar label and legend entry lies inside the chart; the title, the axes with
+    their labels and the legend do not cover each other; no two tick labels of an axis touch."""
+    for key, fig in figures.items():
+        out, renderer = laid_out(fig)
+        whole = out.bbox
+        for t in _texts(out):
+            box = t.get_window_extent(renderer)
+            assert box.x0 >= -0.5 and box.y0 >= -0.5 and box.x1 <= whole.width + 0.5 and box.y1 <= whole.height + 0.5, \
+                (key, t.get_text(), box, whole)
+        title = _title_box(out) if out.get_suptitle() else None
+        axes = [a.get_tightbbox(renderer) for a in out.axes]
+        legends = [legend.get_window_extent(renderer) for legend in out.legends]
+        for a in axes:
+            assert title is None or not _overlap(title, a), key
+            assert not any(_overlap(a, legend) for legend in legends), (key, a, legends)
+        for ax in out.axes:
+            for labels in (_in_view(ax, ax.get_xticklabels(), 0), _in_view(ax, ax.get_yticklabels(), 1)):
+                assert labels_apart(ax, labels, renderer), key
+
+
+def test_a_label_past_a_bar_stays_inside_the_axes():
+    """Plotly lengthens the value axis so that a label written past the longest bar fits;
+    the paper chart does too (the label used to stand over the chart's edge)."""
+    for horizontal in (True, False):
+        names = [f"config {i}" for i in range(6)]
+        values = [0.5, 1.0, 2.0, 4.0, 8.0, 20.1]
+        bar = go.Bar(y=names, x=values, orientation="h") if horizontal else go.Bar(x=names, y=values)
+        bar.update(text=[f"{v:,.2f} USD per point" for v in values], textposition="outside")
+        fig = go.Figure(bar)
+        charts._layout(fig, "Cost per mAP50 point", 300, showlegend=False)
+        out, renderer = laid_out(fig)
+        ax = out.axes[0]
+        written = [t for t in _texts(out) if t.get_text().endswith("USD per point")]
+        assert len(written) == len(values)
+        for t in written:
+            box = t.get_window_extent(renderer)
+            assert box.x1 <= ax.bbox.x1 + 0.5 and box.y1 <= ax.bbox.y1 + 0.5, (horizontal, t.get_text(), box, ax.bbox)
+
+
+def test_a_crowded_category_axis_shows_every_kth_label_and_every_bar():
+    """189 hosts side by side: plotly shows every k-th label of a crowded category axis; so
+    does the paper chart, turned, none touching, each at its own bar; every bar is drawn."""
+    hosts = [f"gpu-a100-{i:03d}" for i in range(189)]
+    fig = go.Figure(go.Bar(x=hosts, y=[float(i % 17 + 1) for i in range(189)]))
+    charts._layout(fig, "Unallocated GPU-hours by host", 340, showlegend=False)
+    out, renderer = laid_out(fig)
+    ax = out.axes[0]
+    [bars] = bar_traces(ax, horizontal=False)
+    assert [end for _, _, end in bars] == [float(i % 17 + 1) for i in range(189)]
+    shown = [(t.get_position()[0], t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
+    step = paper.label_step(189, out.get_figwidth() * paper.DPI - 120,
+                            paper._lines_px(paper.TICK_SIZE, 1) / math.sin(math.radians(paper.ROTATION)))
+    assert step > 1 and [text for _, text in shown] == hosts[::step]
+    assert all(hosts[round(at)] == text for at, text in shown)
+    assert len(_in_view(ax, ax.get_xticklabels(), 0)) == len(shown)
+    assert labels_apart(ax, _in_view(ax, ax.get_xticklabels(), 0), renderer)

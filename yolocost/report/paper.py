@@ -7,7 +7,14 @@ the data, titles, axis titles (units, currency), category order, colours and leg
 same. Drawn here: bars (vertical or horizontal, stacked or side by side, a colour and an
 outline per bar, labels outside), lines and markers (a second y axis, a gap where a value is
 missing, hollow markers), category, date and log axes with the ticks the figure names, the
-title and the legend. Hover text belongs to the browser and is left out.
+title and the legend. Hover text belongs to the browser and is left out. A crowded category
+axis shows every k-th label, as plotly does; a value axis makes room for the labels written
+past the bars, as plotly's does.
+
+Each trace's bars are one artist, and the axes are placed from the measured sizes of the text
+around them (`_arrange`), not by a layout engine: a month of 218 printed charts is drawn in
+about a third of the time that one Rectangle per bar and matplotlib's constrained layout took
+(`tests/report/test_report_paper.py` checks that every text stays inside its chart and apart).
 
 Text stays text in the SVG (`svg.fonttype: none`), so a PDF's chart titles, labels and
 Chinese names can be searched and copied. It is measured with the page's font families that
@@ -24,6 +31,7 @@ import html
 import io
 import logging
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .charts import FONT, WIDTH
@@ -39,6 +47,10 @@ AXIS_LINE = "#b8c0cc"
 BAR_WIDTH = 0.8  # plotly's default bargap 0.2
 LABEL_MAX = 48  # characters of a category label; a longer one ends in an ellipsis (tables hold it whole)
 DAY_MS = 86_400_000
+PAD = 6  # px of white around a chart
+LABEL_GAP = 4  # points between a bar's end and its label
+ROTATION = 30  # degrees of a category label turned to fit
+TICK_PAD_PX = 3.5 * DPI / 72  # between a tick and its label (matplotlib's 3.5 points)
 
 
 @functools.lru_cache(maxsize=1)
@@ -200,8 +212,7 @@ def draw(spec: dict, width: int = WIDTH):
     layout = spec.get("layout") or {}
     traces = [t for t in spec.get("data") or () if t.get("visible", True) is not False]
     height = int(layout.get("height") or 360)
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
-    fig.get_layout_engine().set(w_pad=6 / DPI, h_pad=6 / DPI)  # type: ignore[union-attr, call-arg]  # a constrained one
+    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)  # no layout engine: `_arrange` places the axes
     ax = fig.add_subplot()
     xaxis, yaxis = layout.get("xaxis") or {}, layout.get("yaxis") or {}
     bars = [t for t in traces if t.get("type") == "bar"]
@@ -221,7 +232,7 @@ def draw(spec: dict, width: int = WIDTH):
             return float(date2num(_date(v)))
         return float(categories.add(v)) if kind == "category" else _num(v)
 
-    _bars(ax, bars, layout, horizontal, kind == "date", where)
+    outside = _bars(ax, bars, layout, horizontal, kind == "date", where)
     twin = None
     for t in traces:
         if t.get("type") != "scatter":
@@ -239,14 +250,152 @@ def draw(spec: dict, width: int = WIDTH):
     _value_axis(ax, value_axis, "x" if horizontal else "y")
     if twin is not None:
         _second_axis(twin, layout.get("yaxis2") or {})
-    _legend(fig, ax, twin, traces, layout)
+    legend, below = _legend(fig, traces, layout)
     title = _title(layout)
     if title:
-        fig.suptitle(wrapped(title, (width - 12) / DPI * 72, TITLE_SIZE), x=0.0, ha="left", fontsize=TITLE_SIZE, color=INK)
+        title = wrapped(title, (width - 2 * PAD) / DPI * 72, TITLE_SIZE)
+        fig.suptitle(title, x=PAD / width, y=1 - PAD / height, ha="left", va="top", fontsize=TITLE_SIZE, color=INK)
+    _arrange(fig, ax, twin, _Frame(title, legend, below, outside, horizontal, kind))
     return fig
 
 
-def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, where) -> None:
+@dataclass(frozen=True)
+class _Frame:
+    """What stands around a chart's axes: the title's text, the legend, the labels written
+    past the bars' ends, which axis holds the categories and how it places them."""
+
+    title: str
+    legend: Any  # a matplotlib Legend, or None
+    legend_below: bool
+    outside: list[tuple[float, str]]
+    horizontal: bool
+    kind: str
+
+
+def _px(points: float) -> float:
+    return points * DPI / 72
+
+
+@functools.lru_cache(maxsize=64)
+def _lines_px(size: float, lines: int) -> float:
+    """The height (px) matplotlib gives `lines` lines of text at `size` points."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.figure import Figure
+
+    sample = Figure(dpi=DPI).text(0, 0, "\n".join(["Ag"] * lines), fontsize=size)
+    return sample.get_window_extent(RendererAgg(100, 100, DPI)).height
+
+
+def _block_px(label: str, size: float) -> float:
+    """The height (px) of a text block, nothing when it is empty."""
+    return _lines_px(size, label.count("\n") + 1) if label else 0.0
+
+
+def _tick_labels(axis) -> list[str]:
+    """The labels the axis will show at its present size and limits (the locator's ticks
+    inside the view, written by the axis's formatter): measured without drawing them."""
+    low, high = sorted(axis.get_view_interval())
+    locs = [v for v in axis.get_majorticklocs() if low - 1e-9 * abs(high - low) <= v <= high + 1e-9 * abs(high - low)]
+    return [str(t) for t in axis.get_major_formatter().format_ticks(locs)]
+
+
+def _widest(labels: Sequence[str]) -> float:
+    """The widest label (px) at the tick size; each line measured once per process."""
+    return max((_px(text_width(line, TICK_SIZE)) for label in labels for line in label.split("\n")), default=0.0)
+
+
+def _arrange(fig, ax, twin, frame: _Frame) -> None:
+    """Place the axes so that the title, tick labels, axis titles and legend fit around them,
+    from the text's measured sizes: each text is measured once, where a layout engine
+    measures every label again on each of its passes (that was half a chart's drawing time).
+    A label written past a bar's end gets room from a longer value axis, as plotly gives it."""
+    width, height = fig.get_figwidth() * DPI, fig.get_figheight() * DPI
+    tick_h = _lines_px(TICK_SIZE, 1)
+    legend_w = legend_h = 0.0
+    if frame.legend is not None:
+        from matplotlib.backends.backend_agg import RendererAgg
+
+        box = frame.legend.get_window_extent(RendererAgg(int(width), int(height), DPI))
+        pad = 2 * _px(frame.legend.borderaxespad * TICK_SIZE)  # its own padding on either side
+        legend_h, legend_w = (box.height + pad, 0.0) if frame.legend_below else (0.0, box.width + pad)
+    # the title, and half a tick label: the top one stands half above the axes
+    top = PAD + (_block_px(frame.title, TITLE_SIZE) + PAD if frame.title else 0.0) + tick_h / 2
+    bottom = PAD + legend_h + _axis_title_px(ax.get_xlabel())
+    left = PAD + _axis_title_px(ax.get_ylabel())
+    right = PAD + legend_w + (_axis_title_px(twin.get_ylabel()) if twin is not None else 0.0)
+
+    def place() -> None:
+        box = [left / width, bottom / height, max(width - left - right, 10) / width, max(height - top - bottom, 10) / height]
+        for axes in (ax, twin):
+            if axes is not None:
+                axes.set_position(box)
+
+    place()
+    named = not frame.horizontal and frame.kind != "number"  # the x axis holds categories or days
+    x_labels = [t.get_text() for t in ax.get_xticklabels()] if named else _tick_labels(ax.xaxis)
+    turned = named and bool(x_labels) and bool(ax.get_xticklabels()[0].get_rotation())
+    sin, cos = math.sin(math.radians(ROTATION)), math.cos(math.radians(ROTATION))
+    if turned:  # the widest turned label decides the height
+        bottom += _widest(x_labels) * sin + tick_h * cos
+    elif x_labels:
+        bottom += tick_h * max(label.count("\n") + 1 for label in x_labels)
+    bottom += TICK_PAD_PX + _tick_len_px(ax.xaxis)
+    place()
+    _room_for_outside_labels(ax, frame)
+    # the y axes' tick labels, now that the axes' height (and so their ticks) is known
+    y_labels = [t.get_text() for t in ax.get_yticklabels()] if frame.horizontal else _tick_labels(ax.yaxis)
+    left += _widest(y_labels) + TICK_PAD_PX + _tick_len_px(ax.yaxis)
+    if twin is not None:
+        right += _widest(_tick_labels(twin.yaxis)) + TICK_PAD_PX + _tick_len_px(twin.yaxis)
+    # a category stands 0.6 of a step inside the axes' left end and 0.4 inside its right one
+    inset = (width - left - right) / (ax.get_xlim()[1] - ax.get_xlim()[0]) if frame.kind == "category" and named else 0.0
+    if turned:  # the first turned label reaches left past its tick
+        left = max(left, PAD + _widest(x_labels[:1]) * cos + tick_h * sin - 0.6 * inset)
+    else:  # the end labels of the x axis may stand half outside it
+        if not named:  # a number axis's ticks, now that its width is known
+            x_labels = _tick_labels(ax.xaxis)
+        right = max(right, PAD + _widest(x_labels[-1:]) / 2 - 0.4 * inset)
+        left = max(left, PAD + _widest(x_labels[:1]) / 2 - 0.6 * inset)
+    place()
+    _room_for_outside_labels(ax, frame)
+    if frame.legend is not None:
+        anchor = (PAD / width, PAD / height) if legend_h else (1 - PAD / width, 1 - top / height)
+        frame.legend.set_bbox_to_anchor(anchor, transform=fig.transFigure)
+
+
+def _axis_title_px(title: str) -> float:
+    """The room (px) an axis title takes beside its tick labels."""
+    return _block_px(title, FONT_SIZE) + _px(4) if title else 0.0  # matplotlib's label pad: 4 points
+
+
+def _tick_len_px(axis) -> float:
+    ticks = axis.get_major_ticks()[:1]
+    return _px(ticks[0].tick1line.get_markersize()) if ticks and ticks[0].tick1line.get_visible() else 0.0
+
+
+def _room_for_outside_labels(ax, frame: _Frame) -> None:
+    """A value axis long enough that the labels written past the bars' ends stay inside it."""
+    if not frame.outside:
+        return
+    box = ax.get_window_extent()
+    length = box.width if frame.horizontal else box.height
+    low, high = ax.get_xlim() if frame.horizontal else ax.get_ylim()
+    if high <= low or length <= 0:
+        return
+    need = high
+    for end, label in frame.outside:
+        # with a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider
+        extent = _px(LABEL_GAP) + 1.04 * (_widest([label]) if frame.horizontal else _block_px(label, TICK_SIZE)) + 2
+        if end > low and extent < length:
+            need = max(need, low + (end - low) * length / (length - extent))
+    if need > high:
+        (ax.set_xlim if frame.horizontal else ax.set_ylim)(low, need)
+
+
+def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, where) -> list[tuple[float, str]]:
+    """The bar traces drawn; returns each label written outside a bar as (where the bar ends,
+    the label), for `_arrange` to make room for it."""
+    outside_labels: list[tuple[float, str]] = []
     stacked = layout.get("barmode") == "stack"
     gap = layout.get("bargap")
     full = 1 - gap if gap is not None else BAR_WIDTH
@@ -282,19 +431,34 @@ def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, whe
             bases.append(base)
         if not drawn:
             continue
-        kw = dict(color=[colors[k] for k in drawn], edgecolor=[edges[k] or "none" for k in drawn],
-                  linewidth=[(edge_widths[k] or 0) * PT for k in drawn])
-        if horizontal:
-            ax.barh(at, lengths, height=size, left=bases, **kw)
-        else:
-            ax.bar(at, lengths, width=size, bottom=bases, **kw)
+        half = size / 2
+        corners = [((p - half, b), (p - half, b + v), (p + half, b + v), (p + half, b)) for p, v, b in zip(at, lengths, bases)]
+        # (position, value) corners; a horizontal bar has them the other way round
+        boxes = [[(y, x) if horizontal else (x, y) for x, y in box] for box in corners]
+        ax.add_collection(_bar_collection(boxes, [colors[k] for k in drawn], [edges[k] or "none" for k in drawn],
+                                          [(edge_widths[k] or 0) * PT for k in drawn], horizontal), autolim=True)
+        ax.autoscale_view()
         for k, position, v, base in zip(drawn, at, lengths, bases):
             if outside and labels[k]:
                 end = base + v
                 ax.annotate(text(labels[k]), (end, position) if horizontal else (position, end),
-                            xytext=(4, 0) if horizontal else (0, 3), textcoords="offset points",
+                            xytext=(LABEL_GAP, 0) if horizontal else (0, LABEL_GAP), textcoords="offset points",
                             ha="left" if horizontal else "center", va="center" if horizontal else "bottom",
                             fontsize=TICK_SIZE, color=INK, annotation_clip=False)
+                outside_labels.append((end, text(labels[k])))
+    return outside_labels
+
+
+def _bar_collection(boxes: list, faces: list, edges: list, widths: list, horizontal: bool):
+    """One trace's bars as a single artist (a PolyCollection: one box per bar). Axes.bar makes
+    one Rectangle per bar, each updating the data limits and drawn on its own: for a month of
+    daily bars in 22 colours that was most of a chart's drawing time."""
+    from matplotlib.collections import PolyCollection
+
+    bars = PolyCollection(boxes, closed=True, facecolors=faces, edgecolors=edges, linewidths=widths,
+                          label="_bars")
+    (bars.sticky_edges.x if horizontal else bars.sticky_edges.y).append(0.0)  # the value axis starts at zero, as plotly's
+    return bars
 
 
 def _slots(bars: list[dict], horizontal: bool) -> dict:
@@ -334,24 +498,37 @@ def _category_axis(ax, axis: dict, categories: _Categories, horizontal: bool, da
     if dates:
         _date_axis(ax, axis)
     else:
-        ticks = list(range(len(categories.order)))
+        count = len(categories.order)
         labels = [_short(c) for c in categories.order]
+        figure = ax.figure
         if horizontal:
-            ax.set_yticks(ticks, labels)
-            ax.set_ylim(-0.6, len(ticks) - 0.4)
+            every = label_step(count, figure.get_figheight() * DPI - 120, _lines_px(TICK_SIZE, 1))
+            ax.set_yticks(range(0, count, every), labels[::every])
+            ax.set_ylim(-0.6, count - 0.4)
             if axis.get("autorange") == "reversed":
                 ax.invert_yaxis()
         else:
-            ax.set_xticks(ticks, labels)
-            ax.set_xlim(-0.6, len(ticks) - 0.4)
-            room = ax.figure.get_figwidth() * DPI - 120  # px for the labels side by side
-            if sum(len(c) + 2 for c in labels) * TICK_SIZE * 0.6 > room:
-                ax.tick_params(axis="x", labelrotation=30)
+            room = figure.get_figwidth() * DPI - 120  # px for the labels side by side
+            turn = sum(len(c) + 2 for c in labels) * TICK_SIZE * 0.6 > room
+            # turned labels stand apart by their height over the sine of the angle
+            every = label_step(count, room, _lines_px(TICK_SIZE, 1) / math.sin(math.radians(ROTATION))) if turn else 1
+            ax.set_xticks(range(0, count, every), labels[::every])
+            ax.set_xlim(-0.6, count - 0.4)
+            if turn:
+                ax.tick_params(axis="x", labelrotation=ROTATION)
                 for label in ax.get_xticklabels():
                     label.set_horizontalalignment("right")
                     label.set_rotation_mode("anchor")
     (ax.set_ylabel if horizontal else ax.set_xlabel)(title)
     ax.tick_params(axis="y" if horizontal else "x", length=0 if not dates else 4)
+
+
+def label_step(count: int, room_px: float, pitch_px: float) -> int:
+    """Every how many categories a label is shown so that the labels do not overlap: plotly
+    thins a crowded category axis the same way (each label needs at least `pitch_px`); a bar
+    without a label is named in the report's table."""
+    fits = max(1, int(room_px // pitch_px))
+    return max(1, math.ceil(count / fits))
 
 
 def _date_axis(ax, axis: dict) -> None:
@@ -421,16 +598,17 @@ def _null_locator():
     return ticker.NullLocator()
 
 
-def _legend(fig, ax, twin, traces: Sequence[dict], layout: dict) -> None:
+def _legend(fig, traces: Sequence[dict], layout: dict):
     """Plotly's legend: one entry per named trace, shown when there are two or more (or the
-    layout asks), below the chart when horizontal, on the right when vertical."""
+    layout asks), below the chart when horizontal, on the right when vertical. Returns the
+    legend (None without one) and whether it goes below; `_arrange` puts it in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     entries = [t for t in traces if t.get("showlegend", True) is not False and t.get("name") is not None]
     show = layout.get("showlegend")
     if show is False or not entries or (show is None and len(entries) < 2):
-        return
+        return None, False
     handles: list[Patch | Line2D] = []
     for t in entries:
         marker = t.get("marker") or {}
@@ -448,11 +626,10 @@ def _legend(fig, ax, twin, traces: Sequence[dict], layout: dict) -> None:
     names = [text(t.get("name")) for t in entries]
     legend = layout.get("legend") or {}
     if legend.get("orientation") == "v":
-        fig.legend(handles, names, loc="outside right upper")
-    else:
-        longest = max(len(n) for n in names)
-        per_row = max(1, min(len(names), int(fig.get_figwidth() * DPI // (longest * 7 + 40))))
-        fig.legend(handles, names, loc="outside lower left", ncols=per_row)
+        return fig.legend(handles, names, loc="upper right"), False
+    longest = max(len(n) for n in names)
+    per_row = max(1, min(len(names), int(fig.get_figwidth() * DPI // (longest * 7 + 40))))
+    return fig.legend(handles, names, loc="lower left", ncols=per_row), True
 
 
 def svg(spec: dict, width: int = WIDTH) -> str:
