@@ -52,7 +52,8 @@ def render(section: str, report: dict, fmt: str, admin: bool = True) -> str:
 def printed_lines(text: str) -> list[str]:
     """The lines of every listing block: the header once, then the rows and the total (the
     rule left out), as printed."""
-    blocks = [html.unescape(b) for b in re.findall(r'<pre class="listing"[^>]*>(.*?)</pre>', text, re.S)]
+    blocks = [html.unescape(re.sub(r"</?span[^>]*>", "", b))  # a marked line stands in a span
+              for b in re.findall(r'<pre class="listing"[^>]*>(.*?)</pre>', text, re.S)]
     lines = [line for i, b in enumerate(blocks) for j, line in enumerate(b.split("\n")) if i == 0 or j > 0]
     return [line for line in lines if line.strip() and not set(line.strip()) <= {"-"}]
 
@@ -64,11 +65,15 @@ def table_rows(text: str, after: str = "") -> list[list[str]]:
 
 
 def lines_of(table: list[list[str]], text_columns: int) -> list[str]:
-    """The rows as a listing prints them, worked out from the HTML table's cells alone (the
-    test's cells are ASCII): each column as wide as its widest cell, the first `text_columns`
-    left-aligned, the others right-aligned, two spaces apart."""
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return ["  ".join(c.ljust(w) if i < text_columns else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+    """The rows as a listing prints them, worked out from the HTML table's cells: each column
+    as wide as its widest cell (in the font's columns, `listing.width`, checked against Pango
+    below), the first `text_columns` left-aligned, the others right-aligned, two spaces apart."""
+    widths = [max(listing.width(row[i]) for row in table) for i in range(len(table[0]))]
+
+    def fill(cell: str, width: int) -> str:
+        return " " * (width - listing.width(cell))
+
+    return ["  ".join(c + fill(c, w) if i < text_columns else fill(c, w) + c for i, (c, w) in enumerate(zip(row, widths))).rstrip()
             for row in table]
 
 
@@ -90,7 +95,7 @@ def test_a_long_table_prints_the_html_tables_cells_as_lines(name, admin):
     long = report(listing.LONG + 1)
     printed, shown = render(name, long, "pdf", admin), render(name, long, "html", admin)
     assert "<table" not in printed[printed.index(after):] if after else "<tbody" not in printed
-    table = [[c.replace(" → ", " -> ") for c in row] for row in table_rows(shown, after)]  # the listing's ASCII arrow
+    table = table_rows(shown, after)
     assert len(table) == listing.LONG + 3 and len({len(row) for row in table}) == 1  # header, rows, total
     assert printed_lines(printed) == lines_of(table, TEXT_COLUMNS[name] - (0 if admin else 1))
 
@@ -109,3 +114,56 @@ def test_a_none_cell_prints_empty_and_a_short_row_is_refused():
     assert printed["blocks"] == [["j1             2.00", "j2   p        10.00"]]
     with pytest.raises(ValueError, match="header's 3 cells"):
         listing.listed(["Job", "Project", "Cost"], [["j1", "2.00"]], None, 2)
+
+
+NAMES = ["alice.meyer", "张伟", "Жанна.Петрова", "Ωmega-team", "josé.garcía", "Zoë Ærø", "ordinary"]
+
+
+def _line_widths(lines: list[str], size_pt: float = 7.0) -> list[float]:
+    """Each line's width (points) as WeasyPrint (Pango) sets it in the listing's font."""
+    from weasyprint import HTML
+    from weasyprint.formatting_structure.boxes import LineBox
+
+    body = "\n".join(html.escape(line) for line in lines)
+    page = HTML(string=f'<pre style="font-family: \'{listing.FONT}\'; font-size: {size_pt}pt; margin: 0">{body}</pre>'
+                ).render().pages[0]
+    widths: list[float] = []
+
+    def walk(box) -> None:  # in document order
+        if isinstance(box, LineBox):
+            widths.append(sum(child.width for child in box.children))
+        for child in getattr(box, "children", ()):
+            walk(child)
+
+    walk(page._page_box)
+    return widths
+
+
+@pytest.mark.skipif(listing._font() is None, reason="needs the listing font (fonts-noto-cjk)")
+def test_columns_line_up_in_the_font_for_cyrillic_greek_accented_and_cjk_names():
+    """The listing font is monospaced for ASCII only (Ж is 1.8 columns, é 1.1, 中 2): a cell is
+    padded by the width Pango really sets it at, so a right-aligned figure column ends at the
+    same place on every line, within the column two rounded widths can differ by."""
+    rows = [(name, f"{i * 1234.5:,.2f}") for i, name in enumerate(NAMES)]
+    out = listing.aligned(("User", "Cost"), rows, ("Total", "9,999.99"), frozenset({"Cost"}))
+    lines = [out["header"], *out["blocks"][0], out["total"]]
+    size = 7.0
+    widths = _line_widths(lines, size)
+    assert len(widths) == len(lines)
+    column = size / 2  # half an em
+    assert max(widths) - min(widths) <= column + 0.01, list(zip(lines, widths))  # each off by half a column at most
+    assert all(listing.width(line) == listing.width(lines[0]) for line in lines)
+
+
+def test_the_muted_rows_stay_muted_in_the_listing():
+    """A user row that is no project's (the unlabeled jobs' bucket) is muted in the HTML
+    table (tr.bucket) and in the PDF listing (its line in a span of class bucket)."""
+    rows = users(listing.LONG + 1)
+    for i in (3, 17):
+        rows[i] = {**rows[i], "bucket": "unlabeled", "user_name": f"(unlabeled) {i}"}
+    shown, printed = render("users", {"users": rows}, "html"), render("users", {"users": rows}, "pdf")
+    muted_rows = re.findall(r'<tr class="bucket"><td class="l">([^<]*)</td>', shown)
+    muted_lines = re.findall(r'<span class="bucket">([^<]*)</span>', printed)
+    assert [html.unescape(name) for name in muted_rows] == ["(unlabeled) 3", "(unlabeled) 17"]
+    assert [line.split("  ")[0].strip() for line in muted_lines] == ["(unlabeled) 3", "(unlabeled) 17"]
+    assert len(printed_lines(printed)) == len(rows) + 2  # the header, every row once, the total

@@ -51,7 +51,8 @@ SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_sta
        coalesce(j.start_time, j.first_interval) AS start_time, j.end_time,
        l.gpu_hours, l.idle_gpu_hours, m.seconds_busy, m.seconds_present, m.density,
        l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95,
-       m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost, m.gpus
+       m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost, m.gpus,
+       density(sum(m.seconds_busy) OVER (), sum(m.seconds_present) OVER ()) AS all_jobs_density
 FROM ledger_job_month AS l
 JOIN mart_job_month AS m
   ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
@@ -91,7 +92,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
     cur = con.execute(SQL, [project, project, month, project])
     names = [d[0] for d in cur.description]
     jobs = []
-    busy = present = Decimal(0)
+    all_jobs_density = None
     for values in cur.fetchall():
         r = dict(zip(names, values))
         start, end = r.pop("start_time"), r.pop("end_time")
@@ -99,8 +100,8 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
                                                   r["seconds_present"], r.pop("last_interval"),
                                                   Decimal(r["gpu_hours"]), r.pop("exact_gpu_cost"), r.pop("gpus")),
                                       book, shown)
-        busy += Decimal(r.pop("seconds_busy") or 0)
-        present += Decimal(r.pop("seconds_present") or 0)
+        r.pop("seconds_busy")
+        all_jobs_density = r.pop("all_jobs_density")  # the same on every row
         r["start"] = _when(start, tz)
         r["end"] = _when(end, tz)
         for key in ("gpu_cost", "energy_cost", "idle_cost", "cost"):
@@ -121,7 +122,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
         "idle_cost": sum((j["idle_cost"] for j in jobs), zero_cents),
         "gpu_hours": sum((j["gpu_hours"] for j in jobs), Decimal("0.0")),
         "idle_gpu_hours": sum((j["idle_gpu_hours"] for j in jobs), Decimal("0.0")),
-        "density": _ratio(float(busy / present)) if present else None,
+        "density": _ratio(all_jobs_density),
         "unallocated_share": _minor(share, places) if share is not None else None,
         "fit_jobs": sum(1 for j in jobs if j["fits"]),
         "fit_saving": sum((j["fits"]["saving"] for j in jobs if j["fits"]), zero_cents),

@@ -2,20 +2,28 @@
 
 WeasyPrint lays a table out cell by cell: a few hundred rows of a dozen columns cost seconds
 a report (a 370-row job table 3.5 s of work, the same rows as text lines 0.5 s). A long
-table is therefore printed as lines of text in a monospaced CJK font (wide characters take
-two columns), its font size chosen so the widest line fits the page, split into blocks
-that each fill a page (`pre.listing` in print.css: one block a page). The HTML keeps the
-table; the rows and figures are the same.
+table is therefore printed as lines of text in a monospaced CJK font, its font size chosen
+so the widest line fits the page, split into blocks that each fill a page (`pre.listing` in
+print.css: one block a page). The HTML keeps the table; the rows and figures are the same.
+
+The columns line up only if each cell is padded by the width the font really draws it at.
+"Noto Sans Mono CJK SC" is monospaced for ASCII alone: a CJK character is two columns wide,
+but Cyrillic, Greek and accented Latin letters take their own widths (Ж 1.8 columns, é 1.1).
+A cell's width is therefore read from the font's advance widths (FreeType, as matplotlib
+bundles it), in half-em columns rounded to the nearest one; without the font it falls back
+to the terminal's rule (East Asian wide characters take two columns).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 from ..money import Currency
-from ..tables import display_width as width
-from ..tables import pad
+from ..tables import display_width
+
+FONT = "Noto Sans Mono CJK SC"  # print.css's pre.listing font
 
 # a half-width character of a monospaced font is 0.5 em wide, a line 1.25 em high
 LANDSCAPE = (768 / 0.5, 470 / 1.25)  # characters and lines at 1 pt: 271 x 176 mm, A4 landscape less the header
@@ -23,12 +31,51 @@ PORTRAIT = (521 / 0.5, 700 / 1.25)   # 184 x 247 mm, A4 portrait less the margin
 MAX_PT = 7.0
 
 
+@functools.lru_cache(maxsize=1)
+def _font():
+    """The listing font as FreeType reads it (through matplotlib, which finds the face in
+    its collection file), once a process; None where the machine lacks it."""
+    from matplotlib import font_manager, ft2font
+
+    entry = next((f for f in font_manager.fontManager.ttflist if f.name == FONT and f.weight == 400), None)
+    if entry is None:
+        return None
+    return ft2font.FT2Font(entry.fname, face_index=getattr(entry, "index", 0))
+
+
+@functools.lru_cache(maxsize=8192)
+def _columns(ch: str) -> float:
+    """The half-em columns the listing font advances by for `ch`: its advance width in font
+    units over half an em; a character the font lacks counts as the terminal counts it."""
+    from matplotlib import ft2font
+
+    font = _font()
+    if font is None or not font.get_char_index(ord(ch)):
+        return display_width(ch)
+    glyph = font.load_char(ord(ch), ft2font.LoadFlags.NO_SCALE)
+    return glyph.horiAdvance / (font.units_per_EM / 2)
+
+
+def width(text: str) -> int:
+    """The columns (half an em each) the listing font draws `text` in, rounded."""
+    return round(sum(_columns(ch) for ch in text))
+
+
+def pad(text: str, columns: int, to_right: bool) -> str:
+    """`text` filled with blanks (half an em each) to `columns`, on the left when `to_right`."""
+    fill = " " * (columns - width(text))
+    return fill + text if to_right else text + fill
+
+
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None,
-            right: set[str] | frozenset[str], page: tuple[float, float] = LANDSCAPE, heading_pt: float = 150) -> dict:
+            right: set[str] | frozenset[str], page: tuple[float, float] = LANDSCAPE, heading_pt: float = 150,
+            marks: Sequence[str] | None = None) -> dict:
     """The rows as aligned text: `header`, `blocks` of row lines (the first block leaves
     `heading_pt` points for what stands above it on its page), the `rule` and `total` lines
     (empty without a total) and the `font_size` (pt, at most MAX_PT) at which the widest line
-    fits the page. A row of one cell is a line of its own (a note between rows)."""
+    fits the page. A row of one cell is a line of its own (a note between rows). `marks`
+    gives each row a class name ("" for none; e.g. the HTML's muted "bucket" rows), returned
+    as `marks` block by block (empty without)."""
     table = [r for r in rows if len(r) > 1]
     if any(len(r) != len(header) for r in [*table, *([total] if total else [])]):
         raise ValueError(f"a listing row has not the header's {len(header)} cells")  # a template's mistake
@@ -44,25 +91,27 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequenc
     lines = [line(r) for r in rows]
     per_page = int(page[1] / size) - 3  # the header, the rule and the total
     first = max(1, per_page - int(heading_pt / (1.25 * size)))
-    blocks = [lines[:first]] + [lines[i:i + per_page] for i in range(first, len(lines), per_page)]
-    return {"header": line(header), "blocks": [b for b in blocks if b], "rule": "-" * chars,
-            "total": line(total) if total else "", "font_size": size}
+    starts = [0, *range(first, len(lines), per_page)]
+    ends = [*starts[1:], len(lines)]
+    blocks = [(lines[a:b], list(marks[a:b]) if marks else []) for a, b in zip(starts, ends) if b > a]
+    return {"header": line(header), "blocks": [b for b, _ in blocks], "marks": [m for _, m in blocks] if marks else [],
+            "rule": "-" * chars, "total": line(total) if total else "", "font_size": size}
 
 
 LONG = 40  # rows: a section's table longer than this prints as a listing (the HTML keeps the table)
 
 
 def listed(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None = None,
-           text_columns: int = 1, heading_pt: float = 150) -> dict:
-    """For a section template (`listed` in its context): a long table whose cells the template
-    formatted with its own filters, as a listing on portrait A4; its first `text_columns`
-    columns are text (left-aligned), the others figures (right-aligned). A None cell prints
-    empty."""
+           text_columns: int = 1, heading_pt: float = 150, marks: Sequence[str] | None = None) -> dict:
+    """For a section template (`listed` in its context, used by the `grid` macro): a long
+    table whose cells the template formatted with its own filters, as a listing on portrait
+    A4; its first `text_columns` columns are text (left-aligned), the others figures
+    (right-aligned). A None cell prints empty."""
     def cells(row: Sequence) -> list[str]:
         return ["" if v is None else str(v) for v in row]
 
     return aligned(header, [cells(r) for r in rows], cells(total) if total else None,
-                   frozenset(header[text_columns:]), PORTRAIT, heading_pt)
+                   frozenset(header[text_columns:]), PORTRAIT, heading_pt, marks)
 
 
 TAG_HEADER = ("Model type", "GPU model", "GPUs", "Image tag", "Runs", "Epochs", "GPU-hours", "Epochs/GPU-h",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import html
 import os
 import re
 import time
@@ -47,14 +48,33 @@ def check_weasyprint() -> None:
 _FONT_FAMILY = re.compile(r"""(font-family\s*:\s*)((?:&[#\w]+;|[^;>"])*)|(font-family\s*=\s*")([^"]*)""")
 
 
+# a text element as matplotlib writes it: its attributes, then its characters
+_TEXT = re.compile(r"<text([^>]*)>([^<]*)</text>")
+_NO_TURN = re.compile(r' transform="rotate\(-?0 [-\d.e]+ [-\d.e]+\)"')
+
+
 def fix_svg(svg: str) -> str:
-    """Drop the spaces after commas in font-family lists: WeasyPrint reads the first family
-    only otherwise (and would miss the CJK font for Chinese names)."""
+    """The chart's SVG as WeasyPrint reads it best. Font-family lists lose the spaces after
+    their commas: WeasyPrint reads the first family only otherwise (and would miss the CJK
+    font for Chinese names). WeasyPrint lays an SVG text out letter by letter, looking up its
+    fonts for each: a text of ASCII characters alone names only the first family (the one
+    matplotlib measured it in), and the rotation by 0 degrees matplotlib writes on every text
+    is left out (text is about a third of WeasyPrint's work on a chart; these save about 4 %)."""
     def tighten(m: re.Match) -> str:
         prefix, families = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         return prefix + re.sub(r",\s+", ",", families)
 
-    return _FONT_FAMILY.sub(tighten, svg)
+    def plain(m: re.Match) -> str:
+        attributes, content = _NO_TURN.sub("", m.group(1)), m.group(2)
+        if html.unescape(content).isascii():
+            attributes = _FIRST_FAMILY.sub(r"\1", attributes)
+        return f"<text{attributes}>{content}</text>"
+
+    return _TEXT.sub(plain, _FONT_FAMILY.sub(tighten, svg))
+
+
+# a tightened font-family list in a style: the first family kept
+_FIRST_FAMILY = re.compile(r"(font-family\s*:\s*(?:'[^']*'|\"[^\"]*\"|&[#\w]+;[^;&]*&[#\w]+;|[^,;'\"]+)),[^;\"]*")
 
 
 def chart_markup(svg: str) -> Markup:
