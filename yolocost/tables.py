@@ -85,8 +85,10 @@ def _cell(value: Any) -> str:
 
 
 def display_width(text: str) -> int:
-    """Columns a string takes in a terminal: East Asian wide characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+    """Columns a string takes in a terminal: East Asian wide characters take two, combining
+    marks and invisible format characters (a zero-width space) none."""
+    return sum(0 if unicodedata.category(ch) in ("Mn", "Me", "Cf") else 2 if unicodedata.east_asian_width(ch) in "WF"
+               else 1 for ch in text)
 
 
 def column_widths(lines: Sequence[Sequence[str]]) -> list[int]:

@@ -116,11 +116,11 @@ def test_a_none_cell_prints_empty_and_a_short_row_is_refused():
         listing.listed(["Job", "Project", "Cost"], [["j1", "2.00"]], None, 2)
 
 
-NAMES = ["alice.meyer", "张伟", "Жанна.Петрова", "Ωmega-team", "josé.garcía", "Zoë Ærø", "ordinary"]
+NAMES = ["alice.meyer", "张伟", "Жанна.Петрова", "Ωmega-team", "josé.garcía", "Zoë Ærø", "ordinary", "Zoe\u0308"]
 
 
 def _line_widths(lines: list[str], size_pt: float = 7.0) -> list[float]:
-    """Each line's width (points) as WeasyPrint (Pango) sets it in the listing's font."""
+    """Each line's width (CSS px) as WeasyPrint (Pango) sets it in the listing's font."""
     from weasyprint import HTML
     from weasyprint.formatting_structure.boxes import LineBox
 
@@ -140,19 +140,32 @@ def _line_widths(lines: list[str], size_pt: float = 7.0) -> list[float]:
 
 
 @pytest.mark.skipif(listing._font() is None, reason="needs the listing font (fonts-noto-cjk)")
-def test_columns_line_up_in_the_font_for_cyrillic_greek_accented_and_cjk_names():
+@pytest.mark.parametrize("text_columns", [1, 2])
+def test_columns_line_up_in_the_font_for_cyrillic_greek_accented_and_cjk_names(text_columns):
     """The listing font is monospaced for ASCII only (Ж is 1.8 columns, é 1.1, 中 2): a cell is
-    padded by the width Pango really sets it at, so a right-aligned figure column ends at the
-    same place on every line, within the column two rounded widths can differ by."""
-    rows = [(name, f"{i * 1234.5:,.2f}") for i, name in enumerate(NAMES)]
-    out = listing.aligned(("User", "Cost"), rows, ("Total", "9,999.99"), frozenset({"Cost"}))
+    padded by the width Pango really sets it at, counted from where the line really ends, so
+    a right-aligned figure column ends within half a column of where the ASCII header's ends,
+    even after two text columns drawn a fraction wider than they count (Жора 5.4, Щука 5.2)."""
+    projects = ["Щука", "视觉质检", "proj-1", "Ωmega", "Zoë", "proj-2", "Ærø", "proj-3", "Фёкла"]
+    rows = [(name, *([projects[i]] if text_columns == 2 else []), f"{i * 1234.5:,.2f}")
+            for i, name in enumerate(["Жора", *NAMES])]
+    header = ("User", *(["Project"] if text_columns == 2 else []), "Cost")
+    out = listing.aligned(header, rows, ("Total", *([""] if text_columns == 2 else []), "9,999.99"), frozenset({"Cost"}))
     lines = [out["header"], *out["blocks"][0], out["total"]]
     size = 7.0
     widths = _line_widths(lines, size)
     assert len(widths) == len(lines)
-    column = size / 2  # half an em
-    assert max(widths) - min(widths) <= column + 0.01, list(zip(lines, widths))  # each off by half a column at most
-    assert all(listing.width(line) == listing.width(lines[0]) for line in lines)
+    column = size / 2 * 4 / 3  # half an em, in CSS px (the unit of WeasyPrint's boxes)
+    assert all(abs(w - widths[0]) <= column / 2 + 0.01 for w in widths), list(zip(lines, widths))
+
+
+def test_a_combining_mark_takes_no_column():
+    """"Zoë" written with a combining diaeresis (e + U+0308) takes the columns "Zoe" does,
+    in a listing and in a terminal table alike."""
+    from yolocost.tables import display_width
+
+    assert display_width("Zoe\u0308") == display_width("Zoë") == 3 and display_width("a\u200bb") == 2
+    assert listing.width("Zoe\u0308") == listing.width("Zoe")
 
 
 def test_the_muted_rows_stay_muted_in_the_listing():

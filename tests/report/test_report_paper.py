@@ -242,57 +242,118 @@ def _overlap(a, b, slack: float = 0.5) -> bool:
 
 
 def labels_apart(ax, labels, renderer) -> bool:
-    """No two tick labels touch: upright ones by their boxes; turned ones (parallel) by the
+    """No two tick labels crowd each other: side by side, their boxes do not overlap; one
+    above the other, their centres stand `paper.label_pitch_px` apart (1.2 em a line,
+    plotly's rule: the boxes, 1.36 em a line, may touch); turned ones (parallel) by the
     distance across their lines, the ticks' spacing times the sine of the angle."""
+    if not labels:
+        return True
+    lines = max(t.get_text().count("\n") + 1 for t in labels)
     turned = [t for t in labels if t.get_rotation()]
-    if not turned:
-        boxes = [t.get_window_extent(renderer) for t in labels]
-        return not any(_overlap(p, q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
-    angle = math.radians(turned[0].get_rotation())
-    at = sorted(ax.transData.transform((t.get_position()[0], 0))[0] for t in turned)
-    line = paper._lines_px(paper.TICK_SIZE, 1)
-    return all((b - a) * math.sin(angle) >= line - 0.5 for a, b in zip(at, at[1:]))
+    if turned:
+        angle = math.radians(turned[0].get_rotation())
+        at = sorted(ax.transData.transform((t.get_position()[0], 0))[0] for t in turned)
+        return all((b - a) * math.sin(angle) >= paper.label_pitch_px(lines) - 0.5 for a, b in zip(at, at[1:]))
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    if all(abs(b.x0 - boxes[0].x0) < 1 or abs(b.x1 - boxes[0].x1) < 1 for b in boxes):  # a column: one above the other
+        centres = sorted((b.y0 + b.y1) / 2 for b in boxes)
+        return all(q - p >= paper.label_pitch_px(lines) - 0.5 for p, q in zip(centres, centres[1:]))
+    return not any(_overlap(p, q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
+
+
+def assert_laid_out(fig: go.Figure, key: str = "") -> None:
+    """Every text the chart draws lies inside it; the title, the axes with their labels and
+    the legend do not cover each other; no two tick labels of an axis touch."""
+    out, renderer = laid_out(fig)
+    whole = out.bbox
+    for t in _texts(out):
+        box = t.get_window_extent(renderer)
+        assert box.x0 >= -0.5 and box.y0 >= -0.5 and box.x1 <= whole.width + 0.5 and box.y1 <= whole.height + 0.5, \
+            (key, t.get_text(), box, whole)
+    title = _title_box(out) if out.get_suptitle() else None
+    axes = [a.get_tightbbox(renderer) for a in out.axes]
+    legends = [legend.get_window_extent(renderer) for legend in out.legends]
+    for a in axes:
+        assert title is None or not _overlap(title, a), key
+        assert not any(_overlap(a, legend) for legend in legends), (key, a, legends)
+    for ax in out.axes:
+        for labels in (_in_view(ax, ax.get_xticklabels(), 0), _in_view(ax, ax.get_yticklabels(), 1)):
+            assert labels_apart(ax, labels, renderer), key
 
 
 def test_every_text_of_the_sample_month_stays_inside_its_chart_and_apart(figures):
     """The axes are placed from measured text (no layout engine): every title, tick label,
-    axis title, bar label and legend entry lies inside the chart; the title, the axes with
-    their labels and the legend do not cover each other; no two tick labels of an axis touch."""
+    axis title, bar label and legend entry lies inside the chart, and apart."""
     for key, fig in figures.items():
-        out, renderer = laid_out(fig)
-        whole = out.bbox
-        for t in _texts(out):
-            box = t.get_window_extent(renderer)
-            assert box.x0 >= -0.5 and box.y0 >= -0.5 and box.x1 <= whole.width + 0.5 and box.y1 <= whole.height + 0.5, \
-                (key, t.get_text(), box, whole)
-        title = _title_box(out) if out.get_suptitle() else None
-        axes = [a.get_tightbbox(renderer) for a in out.axes]
-        legends = [legend.get_window_extent(renderer) for legend in out.legends]
-        for a in axes:
-            assert title is None or not _overlap(title, a), key
-            assert not any(_overlap(a, legend) for legend in legends), (key, a, legends)
-        for ax in out.axes:
-            for labels in (_in_view(ax, ax.get_xticklabels(), 0), _in_view(ax, ax.get_yticklabels(), 1)):
-                assert labels_apart(ax, labels, renderer), key
+        assert_laid_out(fig, key)
 
 
-def test_a_label_past_a_bar_stays_inside_the_axes():
+def _vertical(names: list[str], values: list[float] | None = None, **bar) -> go.Figure:
+    fig = go.Figure(go.Bar(x=[charts.esc(n) for n in names], y=values or [float(i % 7 + 1) for i in range(len(names))], **bar))
+    return charts._layout(fig, "GPU-hours by host", 340, showlegend=False).update_yaxes(title_text="GPU-hours")
+
+
+@pytest.mark.parametrize("fig", [
+    # a longer label after a short first one reaches further left
+    _vertical(["gpu1"] + [f"gpu-node-{i:02d}.cluster.example.org" for i in range(1, 20)]),
+    # sixty long labels, thinned at the axes' real width
+    _vertical([f"{i:02d}-" + "x" * 45 for i in range(60)]),
+    # labels of three lines, turned
+    _vertical([f"name {i}<br>second line<br>third line {i}" for i in range(30)]),
+    # 189 long host names in two stacked traces
+    charts._layout(go.Figure([go.Bar(x=[f"gpu-node-{i:03d}.hpc.example.org" for i in range(189)], y=[1.0] * 189, name=n)
+                              for n in ("A100", "A10G")]), "Unallocated GPU-hours by host", 340, barmode="stack"),
+    # forty rows under a title of three lines, a legend below and an x title
+    charts._layout(go.Figure([go.Bar(y=[f"user-{i:02d}" for i in range(40)], x=[float(k) for k in range(40)], orientation="h", name=n)
+                              for n in ("own", "shared")]), "Cost by user " * 12, 300, barmode="stack")
+    .update_xaxes(title_text="Cost (USD)"),
+    # rows of two lines
+    charts._layout(go.Figure(go.Bar(y=[f"user {i}<br>project {i}" for i in range(25)], x=[float(i) for i in range(25)],
+                                    orientation="h")), "Cost by user", 420, showlegend=False),
+    # a second axis of large numbers with a title of two lines
+    charts._layout(go.Figure([go.Bar(x=["2026-09", "2026-10"], y=[1.5e6, 2.5e6], name="cost"),
+                              go.Scatter(x=["2026-09", "2026-10"], y=[1.9e9, 2.1e9], yaxis="y2", name="GPU-hours")]),
+                   "Cost and GPU-hours", 340, yaxis2={"overlaying": "y", "side": "right",
+                                                      "title": {"text": "GPU-hours<br>per month"}}),
+], ids=["first-short", "sixty-long", "three-lines", "189-stacked", "forty-rows", "two-line-rows", "second-axis"])
+def test_crowded_long_and_many_lined_labels_stay_inside_and_apart(fig):
+    assert_laid_out(fig)
+
+
+@pytest.mark.parametrize("horizontal, values, log", [
+    (True, [0.5, 1.0, 2.0, 4.0, 8.0, 20.1], False),
+    (False, [0.5, 1.0, 2.0, 4.0, 8.0, 20.1], False),
+    (True, [3.0, -1.0, 2.0, -8.5, 8.0, -20.1], False),  # a negative bar's label stands past its left end
+    (False, [3.0, -1.0, 2.0, -8.5, 8.0, -20.1], False),
+    (False, [1.0, 10.0, 100.0, 1e3, 1e4, 2e4], True),  # on a log scale
+])
+def test_a_label_past_a_bar_stays_inside_the_axes(horizontal, values, log):
     """Plotly lengthens the value axis so that a label written past the longest bar fits;
-    the paper chart does too (the label used to stand over the chart's edge)."""
-    for horizontal in (True, False):
-        names = [f"config {i}" for i in range(6)]
-        values = [0.5, 1.0, 2.0, 4.0, 8.0, 20.1]
-        bar = go.Bar(y=names, x=values, orientation="h") if horizontal else go.Bar(x=names, y=values)
-        bar.update(text=[f"{v:,.2f} USD per point" for v in values], textposition="outside")
-        fig = go.Figure(bar)
-        charts._layout(fig, "Cost per mAP50 point", 300, showlegend=False)
-        out, renderer = laid_out(fig)
-        ax = out.axes[0]
-        written = [t for t in _texts(out) if t.get_text().endswith("USD per point")]
-        assert len(written) == len(values)
-        for t in written:
-            box = t.get_window_extent(renderer)
-            assert box.x1 <= ax.bbox.x1 + 0.5 and box.y1 <= ax.bbox.y1 + 0.5, (horizontal, t.get_text(), box, ax.bbox)
+    the paper chart does too (the label used to stand over the chart's edge), at either end
+    and on a log scale; the label stands past the bar's end, not over the bar."""
+    names = [f"config {i}" for i in range(len(values))]
+    bar = go.Bar(y=names, x=values, orientation="h") if horizontal else go.Bar(x=names, y=values)
+    bar.update(text=[f"{v:,.2f} USD per point" for v in values], textposition="outside")
+    fig = go.Figure(bar)
+    charts._layout(fig, "Cost per mAP50 point", 300, showlegend=False)
+    if log:
+        fig.update_yaxes(type="log")
+    out, renderer = laid_out(fig)
+    ax = out.axes[0]
+    written = {t.get_text(): t for t in _texts(out) if t.get_text().endswith("USD per point")}
+    assert len(written) == len(values)
+    for v in values:
+        box = written[f"{v:,.2f} USD per point"].get_window_extent(renderer)
+        if horizontal:  # inside the axes along the value axis (a label wider than its bar may overhang across it)
+            assert ax.bbox.x0 - 0.5 <= box.x0 and box.x1 <= ax.bbox.x1 + 0.5, (horizontal, v, box, ax.bbox)
+        else:
+            assert ax.bbox.y0 - 0.5 <= box.y0 and box.y1 <= ax.bbox.y1 + 0.5, (horizontal, v, box, ax.bbox)
+        end = ax.transData.transform((v, 0) if horizontal else (0, v))[0 if horizontal else 1]
+        if horizontal:  # past the end, on the bar's side away from zero
+            assert (box.x0 >= end - 0.5) if v >= 0 else (box.x1 <= end + 0.5), (v, box, end)
+        else:
+            assert (box.y0 >= end - 0.5) if v >= 0 else (box.y1 <= end + 0.5), (v, box, end)
+    assert_laid_out(fig)
 
 
 def test_a_crowded_category_axis_shows_every_kth_label_and_every_bar():
@@ -306,9 +367,9 @@ def test_a_crowded_category_axis_shows_every_kth_label_and_every_bar():
     [bars] = bar_traces(ax, horizontal=False)
     assert [end for _, _, end in bars] == [float(i % 17 + 1) for i in range(189)]
     shown = [(t.get_position()[0], t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
-    step = paper.label_step(189, out.get_figwidth() * paper.DPI - 120,
-                            paper._lines_px(paper.TICK_SIZE, 1) / math.sin(math.radians(paper.ROTATION)))
+    step = round(shown[1][0] - shown[0][0])
     assert step > 1 and [text for _, text in shown] == hosts[::step]
+    assert paper.label_step(189, ax.bbox.width, paper.label_pitch_px() / math.sin(math.radians(paper.ROTATION))) == step
     assert all(hosts[round(at)] == text for at, text in shown)
     assert len(_in_view(ax, ax.get_xticklabels(), 0)) == len(shown)
     assert labels_apart(ax, _in_view(ax, ax.get_xticklabels(), 0), renderer)

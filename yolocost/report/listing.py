@@ -10,14 +10,19 @@ The columns line up only if each cell is padded by the width the font really dra
 "Noto Sans Mono CJK SC" is monospaced for ASCII alone: a CJK character is two columns wide,
 but Cyrillic, Greek and accented Latin letters take their own widths (Ж 1.8 columns, é 1.1).
 A cell's width is therefore read from the font's advance widths (FreeType, as matplotlib
-bundles it), in half-em columns rounded to the nearest one; without the font it falls back
-to the terminal's rule (East Asian wide characters take two columns).
+bundles it), and the blanks before each cell are counted from where the line really ends:
+every cell starts within half a column of its place. Without the font (or with matplotlib's
+font list older than the font) the terminal's rule is used (East Asian wide characters take
+two columns). Cells are composed (NFC), so a letter with a combining accent is the font's own
+letter. Left as it is: a character the font lacks (an Arabic name, an emoji) is set by Pango
+in another font, which then sets the blanks after it too, and the rest of that line shifts.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import unicodedata
 from typing import Sequence
 
 from ..money import Currency
@@ -56,15 +61,32 @@ def _columns(ch: str) -> float:
     return glyph.horiAdvance / (font.units_per_EM / 2)
 
 
+def _composed(text: str) -> str:
+    """The text with each letter and its accents as one character where Unicode has one
+    (NFC): "e" + U+0308 becomes the font's own "ë"."""
+    return unicodedata.normalize("NFC", text)
+
+
 def width(text: str) -> int:
     """The columns (half an em each) the listing font draws `text` in, rounded."""
-    return round(sum(_columns(ch) for ch in text))
+    return round(sum(_columns(ch) for ch in _composed(text)))
 
 
-def pad(text: str, columns: int, to_right: bool) -> str:
-    """`text` filled with blanks (half an em each) to `columns`, on the left when `to_right`."""
-    fill = " " * (columns - width(text))
-    return fill + text if to_right else text + fill
+def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    """Cells two columns apart, each in its column (`widths`), on the right of it where
+    `right` says. The blanks before a cell are counted from where the line really ends so
+    far (the font's widths, unrounded): a cell starts within half a column of its place,
+    however many cells before it were drawn a fraction wider than the columns they count."""
+    out: list[str] = []
+    at = start = 0.0
+    for cell, columns, to_right in zip(map(_composed, cells), widths, right):
+        drawn = sum(_columns(ch) for ch in cell)
+        begin = start + (columns - drawn if to_right else 0.0)
+        fill = max(round(begin - at), 1 if out else 0)
+        out.append(" " * fill + cell)
+        at += fill + drawn
+        start += columns + 2
+    return "".join(out).rstrip()
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence[str] | None,
@@ -82,9 +104,7 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequenc
     widths = [max(width(r[i]) for r in [header, *([total] if total else []), *table]) for i in range(len(header))]
 
     def line(row: Sequence[str]) -> str:
-        if len(row) == 1:
-            return row[0]
-        return "  ".join(pad(v, w, name in right) for v, w, name in zip(row, widths, header)).rstrip()
+        return row[0] if len(row) == 1 else _line(row, widths, [name in right for name in header])
 
     chars = sum(widths) + 2 * (len(widths) - 1)
     size = min(MAX_PT, math.floor(page[0] / chars * 10) / 10)

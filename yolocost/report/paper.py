@@ -163,9 +163,10 @@ def _date(value: str) -> dt.datetime:
 
 
 class _Numbers:
-    """Tick labels with thousands separators and as many decimals as the step needs."""
+    """Tick labels with thousands separators and as many decimals as the step needs (on a
+    log scale: as each value needs, 0.01, 1, 1,000)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: bool = False) -> None:
         from matplotlib import ticker
 
         class Formatter(ticker.Formatter):
@@ -175,10 +176,13 @@ class _Numbers:
                 self.ticks = list(locs)
 
             def __call__(self, x, pos=None):
-                locs = [v for v in self.ticks if math.isfinite(v)]
-                steps = [abs(b - a) for a, b in zip(locs, locs[1:]) if b != a]
-                step = min(steps) if steps else 1.0
-                places = 0 if step >= 1 else min(6, -math.floor(math.log10(step) + 1e-9))
+                if log:
+                    places = max(0, min(6, -math.floor(math.log10(x) + 1e-9))) if x > 0 else 0
+                else:
+                    locs = [v for v in self.ticks if math.isfinite(v)]
+                    steps = [abs(b - a) for a, b in zip(locs, locs[1:]) if b != a]
+                    step = min(steps) if steps else 1.0
+                    places = 0 if step >= 1 else min(6, -math.floor(math.log10(step) + 1e-9))
                 shown = f"{x:,.{places}f}"
                 return "0" if shown.strip("-0.,") == "" else shown
 
@@ -267,7 +271,7 @@ class _Frame:
     title: str
     legend: Any  # a matplotlib Legend, or None
     legend_below: bool
-    outside: list[tuple[float, str]]
+    outside: list[tuple[float, float, str]]  # (the bar's place on the category axis, its end, the label)
     horizontal: bool
     kind: str
 
@@ -332,32 +336,56 @@ def _arrange(fig, ax, twin, frame: _Frame) -> None:
 
     place()
     named = not frame.horizontal and frame.kind != "number"  # the x axis holds categories or days
+    full = _category_ticks(ax, frame)
+    _thin(ax, frame, full)
     x_labels = [t.get_text() for t in ax.get_xticklabels()] if named else _tick_labels(ax.xaxis)
     turned = named and bool(x_labels) and bool(ax.get_xticklabels()[0].get_rotation())
     sin, cos = math.sin(math.radians(ROTATION)), math.cos(math.radians(ROTATION))
-    if turned:  # the widest turned label decides the height
-        bottom += _widest(x_labels) * sin + tick_h * cos
+    if turned:  # the label standing lowest decides the height
+        bottom += max(_widest([label]) * sin + _lines(label) * tick_h * cos for label in x_labels)
     elif x_labels:
-        bottom += tick_h * max(label.count("\n") + 1 for label in x_labels)
+        bottom += tick_h * max(_lines(label) for label in x_labels)
     bottom += TICK_PAD_PX + _tick_len_px(ax.xaxis)
     place()
     _room_for_outside_labels(ax, frame)
     # the y axes' tick labels, now that the axes' height (and so their ticks) is known
-    y_labels = [t.get_text() for t in ax.get_yticklabels()] if frame.horizontal else _tick_labels(ax.yaxis)
-    left += _widest(y_labels) + TICK_PAD_PX + _tick_len_px(ax.yaxis)
+    def y_widths() -> tuple[float, float]:
+        mine = [t.get_text() for t in ax.get_yticklabels()] if frame.horizontal else _tick_labels(ax.yaxis)
+        return _widest(mine), (_widest(_tick_labels(twin.yaxis)) if twin is not None else 0.0)
+
+    y_width, twin_width = y_widths()
+    left += y_width + TICK_PAD_PX + _tick_len_px(ax.yaxis)
     if twin is not None:
-        right += _widest(_tick_labels(twin.yaxis)) + TICK_PAD_PX + _tick_len_px(twin.yaxis)
+        right += twin_width + TICK_PAD_PX + _tick_len_px(twin.yaxis)
     # a category stands 0.6 of a step inside the axes' left end and 0.4 inside its right one
-    inset = (width - left - right) / (ax.get_xlim()[1] - ax.get_xlim()[0]) if frame.kind == "category" and named else 0.0
-    if turned:  # the first turned label reaches left past its tick
-        left = max(left, PAD + _widest(x_labels[:1]) * cos + tick_h * sin - 0.6 * inset)
+    step = (width - left - right) / (ax.get_xlim()[1] - ax.get_xlim()[0]) if frame.kind == "category" and named else 0.0
+    if turned:  # a turned label reaches left past its tick: the one reaching furthest decides
+        at = [round(t.get_position()[0]) for t in ax.get_xticklabels()]
+        left = max(left, PAD + max(_widest([label]) * cos + _lines(label) * tick_h * sin - (0.6 + i) * step
+                                   for i, label in zip(at, x_labels)))
     else:  # the end labels of the x axis may stand half outside it
         if not named:  # a number axis's ticks, now that its width is known
             x_labels = _tick_labels(ax.xaxis)
-        right = max(right, PAD + _widest(x_labels[-1:]) / 2 - 0.4 * inset)
-        left = max(left, PAD + _widest(x_labels[:1]) / 2 - 0.6 * inset)
+        right = max(right, PAD + _widest(x_labels[-1:]) / 2 - 0.4 * step)
+        left = max(left, PAD + _widest(x_labels[:1]) / 2 - 0.6 * step)
+    if not frame.horizontal and frame.outside:  # a label above a bar near an end may be wider than its room
+        x0, x1 = ax.get_xlim()
+        for position, _, label in frame.outside:
+            share = (position - x0) / (x1 - x0)  # of the axes' width, from the left
+            half = 1.04 * _widest([label]) / 2 + 1
+            at = left + share * (width - left - right)
+            if at + half > width - PAD and share > 0:  # a wider right margin moves the label left by `share` of it
+                right += (at + half - width + PAD) / share
+            if at - half < PAD and share < 1:
+                left += (PAD - at + half) / (1 - share)
     place()
+    _thin(ax, frame, full)  # at the final size: only ever fewer labels than above
     _room_for_outside_labels(ax, frame)
+    wider, twin_wider = (now - then for now, then in zip(y_widths(), (y_width, twin_width)))
+    if wider > 0 or twin_wider > 0:  # the lengthened value axis has wider tick labels
+        left, right = left + max(wider, 0.0), right + max(twin_wider, 0.0)
+        place()
+        _room_for_outside_labels(ax, frame)
     if frame.legend is not None:
         anchor = (PAD / width, PAD / height) if legend_h else (1 - PAD / width, 1 - top / height)
         frame.legend.set_bbox_to_anchor(anchor, transform=fig.transFigure)
@@ -369,33 +397,88 @@ def _axis_title_px(title: str) -> float:
 
 
 def _tick_len_px(axis) -> float:
+    """The length (px) of the axis's ticks; a second y axis draws its own on the right."""
     ticks = axis.get_major_ticks()[:1]
-    return _px(ticks[0].tick1line.get_markersize()) if ticks and ticks[0].tick1line.get_visible() else 0.0
+    if not ticks:
+        return 0.0
+    drawn = [line for line in (ticks[0].tick1line, ticks[0].tick2line) if line.get_visible()]
+    return _px(drawn[0].get_markersize()) if drawn else 0.0
+
+
+def _lines(label: str) -> int:
+    return label.count("\n") + 1
+
+
+def _category_ticks(ax, frame: _Frame) -> list[tuple[float, str]]:
+    """Every category's position and label (`_category_axis` names them all; `_thin` shows
+    some), or nothing for an axis of numbers or days."""
+    if frame.kind != "category":
+        return []
+    axis = ax.yaxis if frame.horizontal else ax.xaxis
+    return [(float(at), t.get_text()) for at, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels())]
+
+
+def _thin(ax, frame: _Frame, full: list[tuple[float, str]]) -> None:
+    """Show every k-th category label, so that none overlap at the axes' present size: plotly
+    thins a crowded category axis alike. Labels side by side need their lines' height across
+    them (`label_pitch_px`; turned ones: over the sine of the angle); upright ones side by
+    side were found to fit."""
+    if not full:
+        return
+    pitch = label_pitch_px(max(_lines(label) for _, label in full))
+    if frame.horizontal:
+        every = label_step(len(full), ax.bbox.height, pitch)
+        shown = full[::every]
+        ax.set_yticks([at for at, _ in shown], [label for _, label in shown])
+        return
+    turned = bool(ax.xaxis.get_majorticklabels()[0].get_rotation())
+    if not turned:
+        return
+    every = label_step(len(full), ax.bbox.width, pitch / math.sin(math.radians(ROTATION)))
+    shown = full[::every]
+    ax.set_xticks([at for at, _ in shown], [label for _, label in shown])
+    _turn(ax)
 
 
 def _room_for_outside_labels(ax, frame: _Frame) -> None:
-    """A value axis long enough that the labels written past the bars' ends stay inside it."""
+    """A value axis long enough that the labels written past the bars' ends stay inside it:
+    past the top (right) end for a positive bar, the bottom (left) one for a negative one, on
+    a linear or a log scale."""
     if not frame.outside:
         return
     box = ax.get_window_extent()
     length = box.width if frame.horizontal else box.height
+    log = (ax.get_xscale() if frame.horizontal else ax.get_yscale()) == "log"
     low, high = ax.get_xlim() if frame.horizontal else ax.get_ylim()
+    if log and (low <= 0 or high <= 0):
+        return
+    scale, unscale = (math.log10, lambda v: 10 ** v) if log else ((lambda v: v), (lambda v: v))
+    low, high = scale(low), scale(high)
     if high <= low or length <= 0:
         return
-    need = high
-    for end, label in frame.outside:
-        # with a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider
-        extent = _px(LABEL_GAP) + 1.04 * (_widest([label]) if frame.horizontal else _block_px(label, TICK_SIZE)) + 2
-        if end > low and extent < length:
-            need = max(need, low + (end - low) * length / (length - extent))
-    if need > high:
-        (ax.set_xlim if frame.horizontal else ax.set_ylim)(low, need)
+    # with a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider
+    wanted = [(scale(end), end >= 0, _px(LABEL_GAP) + 2 + 1.04 * (_widest([label]) if frame.horizontal
+                                                                   else _block_px(label, TICK_SIZE)))
+              for _, end, label in frame.outside if not (log and end <= 0)]
+    wanted = [(at, up, extent) for at, up, extent in wanted if extent < length]
+    need_low, need_high = low, high
+    for _ in range(8):  # lengthening one end moves the labels at the other: again until none moves
+        before = (need_low, need_high)
+        for at, up, extent in wanted:
+            if up and at > need_low:
+                need_high = max(need_high, need_low + (at - need_low) * length / (length - extent))
+            elif not up and at < need_high:
+                need_low = min(need_low, need_high - (need_high - at) * length / (length - extent))
+        if (need_low, need_high) == before:
+            break
+    if (need_low, need_high) != (low, high):
+        (ax.set_xlim if frame.horizontal else ax.set_ylim)(unscale(need_low), unscale(need_high))
 
 
-def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, where) -> list[tuple[float, str]]:
-    """The bar traces drawn; returns each label written outside a bar as (where the bar ends,
-    the label), for `_arrange` to make room for it."""
-    outside_labels: list[tuple[float, str]] = []
+def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, where) -> list[tuple[float, float, str]]:
+    """The bar traces drawn; returns each label written outside a bar as (the bar's place,
+    where it ends, the label), for `_arrange` to make room for it."""
+    outside_labels: list[tuple[float, float, str]] = []
     stacked = layout.get("barmode") == "stack"
     gap = layout.get("bargap")
     full = 1 - gap if gap is not None else BAR_WIDTH
@@ -439,13 +522,15 @@ def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, whe
                                           [(edge_widths[k] or 0) * PT for k in drawn], horizontal), autolim=True)
         ax.autoscale_view()
         for k, position, v, base in zip(drawn, at, lengths, bases):
-            if outside and labels[k]:
+            if outside and labels[k]:  # past the bar's end: beyond its top, or its bottom when negative
                 end = base + v
+                gap = LABEL_GAP if v >= 0 else -LABEL_GAP
                 ax.annotate(text(labels[k]), (end, position) if horizontal else (position, end),
-                            xytext=(LABEL_GAP, 0) if horizontal else (0, LABEL_GAP), textcoords="offset points",
-                            ha="left" if horizontal else "center", va="center" if horizontal else "bottom",
+                            xytext=(gap, 0) if horizontal else (0, gap), textcoords="offset points",
+                            ha=("left" if v >= 0 else "right") if horizontal else "center",
+                            va="center" if horizontal else ("bottom" if v >= 0 else "top"),
                             fontsize=TICK_SIZE, color=INK, annotation_clip=False)
-                outside_labels.append((end, text(labels[k])))
+                outside_labels.append((position, end, text(labels[k])))
     return outside_labels
 
 
@@ -500,27 +585,34 @@ def _category_axis(ax, axis: dict, categories: _Categories, horizontal: bool, da
     else:
         count = len(categories.order)
         labels = [_short(c) for c in categories.order]
-        figure = ax.figure
-        if horizontal:
-            every = label_step(count, figure.get_figheight() * DPI - 120, _lines_px(TICK_SIZE, 1))
-            ax.set_yticks(range(0, count, every), labels[::every])
+        if horizontal:  # every label named here; `_arrange` shows as many as fit (`_thin`)
+            ax.set_yticks(range(count), labels)
             ax.set_ylim(-0.6, count - 0.4)
             if axis.get("autorange") == "reversed":
                 ax.invert_yaxis()
         else:
-            room = figure.get_figwidth() * DPI - 120  # px for the labels side by side
-            turn = sum(len(c) + 2 for c in labels) * TICK_SIZE * 0.6 > room
-            # turned labels stand apart by their height over the sine of the angle
-            every = label_step(count, room, _lines_px(TICK_SIZE, 1) / math.sin(math.radians(ROTATION))) if turn else 1
-            ax.set_xticks(range(0, count, every), labels[::every])
+            ax.set_xticks(range(count), labels)
             ax.set_xlim(-0.6, count - 0.4)
-            if turn:
-                ax.tick_params(axis="x", labelrotation=ROTATION)
-                for label in ax.get_xticklabels():
-                    label.set_horizontalalignment("right")
-                    label.set_rotation_mode("anchor")
+            room = ax.figure.get_figwidth() * DPI - 120  # px for the labels side by side
+            if sum(len(c) + 2 for c in labels) * TICK_SIZE * 0.6 > room:
+                _turn(ax)
     (ax.set_ylabel if horizontal else ax.set_xlabel)(title)
     ax.tick_params(axis="y" if horizontal else "x", length=0 if not dates else 4)
+
+
+def _turn(ax) -> None:
+    """The x axis's labels turned by ROTATION degrees, each ending at its tick."""
+    ax.tick_params(axis="x", labelrotation=ROTATION)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
+        label.set_rotation_mode("anchor")
+
+
+def label_pitch_px(lines: int = 1) -> float:
+    """How far apart (px, across them) labels of `lines` lines stand at the least: 1.2 em a
+    line, plotly's rule for a category axis (a line's box, ascent to descent, is 1.36 em in
+    Noto Sans; its letters fill less)."""
+    return lines * 1.2 * _px(TICK_SIZE)
 
 
 def label_step(count: int, room_px: float, pitch_px: float) -> int:
@@ -575,6 +667,8 @@ def _value_axis(ax, axis: dict, which: str) -> None:
         if axis.get("tickvals"):
             labels = [text(t) for t in axis.get("ticktext") or axis["tickvals"]]
             (ax.set_xticks if horizontal else ax.set_yticks)(list(axis["tickvals"]), labels)
+        else:  # plain numbers (matplotlib's own log labels are mathtext, which is off)
+            target.set_major_formatter(_Numbers(log=True).formatter)
     else:
         target.set_major_formatter(_Numbers().formatter)
         low, high = (ax.get_xlim() if horizontal else ax.get_ylim())
