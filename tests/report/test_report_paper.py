@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import pytest
 from helpers.reportkit import MONTH
 
-from yolocost.report import charts, paper, sections
+from yolocost.report import charts, paper, placement, sections
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +243,7 @@ def _overlap(a, b, slack: float = 0.5) -> bool:
 
 def labels_apart(ax, labels, renderer) -> bool:
     """No two tick labels crowd each other: side by side, their boxes do not overlap; one
-    above the other, their centres stand `paper.label_pitch_px` apart (1.2 em a line,
+    above the other, their centres stand `placement.label_pitch_px` apart (1.2 em a line,
     plotly's rule: the boxes, 1.36 em a line, may touch); turned ones (parallel) by the
     distance across their lines, the ticks' spacing times the sine of the angle."""
     if not labels:
@@ -253,11 +253,11 @@ def labels_apart(ax, labels, renderer) -> bool:
     if turned:
         angle = math.radians(turned[0].get_rotation())
         at = sorted(ax.transData.transform((t.get_position()[0], 0))[0] for t in turned)
-        return all((b - a) * math.sin(angle) >= paper.label_pitch_px(lines) - 0.5 for a, b in zip(at, at[1:]))
+        return all((b - a) * math.sin(angle) >= placement.label_pitch_px(lines) - 0.5 for a, b in zip(at, at[1:]))
     boxes = [t.get_window_extent(renderer) for t in labels]
     if all(abs(b.x0 - boxes[0].x0) < 1 or abs(b.x1 - boxes[0].x1) < 1 for b in boxes):  # a column: one above the other
         centres = sorted((b.y0 + b.y1) / 2 for b in boxes)
-        return all(q - p >= paper.label_pitch_px(lines) - 0.5 for p, q in zip(centres, centres[1:]))
+        return all(q - p >= placement.label_pitch_px(lines) - 0.5 for p, q in zip(centres, centres[1:]))
     return not any(_overlap(p, q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
 
 
@@ -369,7 +369,7 @@ def test_a_crowded_category_axis_shows_every_kth_label_and_every_bar():
     shown = [(t.get_position()[0], t.get_text()) for t in ax.get_xticklabels() if t.get_text()]
     step = round(shown[1][0] - shown[0][0])
     assert step > 1 and [text for _, text in shown] == hosts[::step]
-    assert paper.label_step(189, ax.bbox.width, paper.label_pitch_px() / math.sin(math.radians(paper.ROTATION))) == step
+    assert placement.label_step(189, ax.bbox.width, placement.label_pitch_px() / math.sin(math.radians(placement.ROTATION))) == step
     assert all(hosts[round(at)] == text for at, text in shown)
     assert len(_in_view(ax, ax.get_xticklabels(), 0)) == len(shown)
     assert labels_apart(ax, _in_view(ax, ax.get_xticklabels(), 0), renderer)

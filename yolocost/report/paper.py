@@ -12,7 +12,7 @@ axis shows every k-th label, as plotly does; a value axis makes room for the lab
 past the bars, as plotly's does.
 
 Each trace's bars are one artist, and the axes are placed from the measured sizes of the text
-around them (`_arrange`), not by a layout engine: a month of 218 printed charts is drawn in
+around them (`placement.arrange`), not by a layout engine: a month of 218 printed charts is drawn in
 about a third of the time that one Rectangle per bar and matplotlib's constrained layout took
 (`tests/report/test_report_paper.py` checks that every text stays inside its chart and apart).
 
@@ -31,26 +31,18 @@ import html
 import io
 import logging
 import math
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .charts import FONT, WIDTH
+from .placement import DPI, FONT_SIZE, LABEL_GAP, PAD, TICK_SIZE, TITLE_SIZE, Frame, arrange, text_width, turn
 
-DPI = 100  # plotly's pixels become matplotlib's inches at this many per inch
 PT = 72 / DPI  # points per plotly pixel (marker sizes, line widths)
-TITLE_SIZE = 14
-FONT_SIZE = 11
-TICK_SIZE = 10
 INK = "#1f2933"
 GRID = "#e3e8ef"
 AXIS_LINE = "#b8c0cc"
 BAR_WIDTH = 0.8  # plotly's default bargap 0.2
 LABEL_MAX = 48  # characters of a category label; a longer one ends in an ellipsis (tables hold it whole)
 DAY_MS = 86_400_000
-PAD = 6  # px of white around a chart
-LABEL_GAP = 4  # points between a bar's end and its label
-ROTATION = 30  # degrees of a category label turned to fit
-TICK_PAD_PX = 3.5 * DPI / 72  # between a tick and its label (matplotlib's 3.5 points)
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,16 +86,6 @@ def text(value: Any) -> str:
     if value is None:
         return ""
     return html.unescape(str(value).replace("<br>", "\n"))
-
-
-@functools.lru_cache(maxsize=4096)
-def text_width(text: str, size: float) -> float:
-    """The text's width in points at `size` points, measured in the chart fonts (inside
-    `_rc()`'s settings: the same fonts and fallbacks the SVG is drawn with)."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
-    return TextToPath().get_text_width_height_descent(text, FontProperties(size=size), ismath=False)[0]
 
 
 def wrapped(text: str, width_pt: float, size: float) -> str:
@@ -216,7 +198,7 @@ def draw(spec: dict, width: int = WIDTH):
     layout = spec.get("layout") or {}
     traces = [t for t in spec.get("data") or () if t.get("visible", True) is not False]
     height = int(layout.get("height") or 360)
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)  # no layout engine: `_arrange` places the axes
+    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI)  # no layout engine: `arrange` places the axes
     ax = fig.add_subplot()
     xaxis, yaxis = layout.get("xaxis") or {}, layout.get("yaxis") or {}
     bars = [t for t in traces if t.get("type") == "bar"]
@@ -259,225 +241,13 @@ def draw(spec: dict, width: int = WIDTH):
     if title:
         title = wrapped(title, (width - 2 * PAD) / DPI * 72, TITLE_SIZE)
         fig.suptitle(title, x=PAD / width, y=1 - PAD / height, ha="left", va="top", fontsize=TITLE_SIZE, color=INK)
-    _arrange(fig, ax, twin, _Frame(title, legend, below, outside, horizontal, kind))
+    arrange(fig, ax, twin, Frame(title, legend, below, outside, horizontal, kind))
     return fig
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """What stands around a chart's axes: the title's text, the legend, the labels written
-    past the bars' ends, which axis holds the categories and how it places them."""
-
-    title: str
-    legend: Any  # a matplotlib Legend, or None
-    legend_below: bool
-    outside: list[tuple[float, float, str]]  # (the bar's place on the category axis, its end, the label)
-    horizontal: bool
-    kind: str
-
-
-def _px(points: float) -> float:
-    return points * DPI / 72
-
-
-@functools.lru_cache(maxsize=64)
-def _lines_px(size: float, lines: int) -> float:
-    """The height (px) matplotlib gives `lines` lines of text at `size` points."""
-    from matplotlib.backends.backend_agg import RendererAgg
-    from matplotlib.figure import Figure
-
-    sample = Figure(dpi=DPI).text(0, 0, "\n".join(["Ag"] * lines), fontsize=size)
-    return sample.get_window_extent(RendererAgg(100, 100, DPI)).height
-
-
-def _block_px(label: str, size: float) -> float:
-    """The height (px) of a text block, nothing when it is empty."""
-    return _lines_px(size, label.count("\n") + 1) if label else 0.0
-
-
-def _tick_labels(axis) -> list[str]:
-    """The labels the axis will show at its present size and limits (the locator's ticks
-    inside the view, written by the axis's formatter): measured without drawing them."""
-    low, high = sorted(axis.get_view_interval())
-    locs = [v for v in axis.get_majorticklocs() if low - 1e-9 * abs(high - low) <= v <= high + 1e-9 * abs(high - low)]
-    return [str(t) for t in axis.get_major_formatter().format_ticks(locs)]
-
-
-def _widest(labels: Sequence[str]) -> float:
-    """The widest label (px) at the tick size; each line measured once per process."""
-    return max((_px(text_width(line, TICK_SIZE)) for label in labels for line in label.split("\n")), default=0.0)
-
-
-def _arrange(fig, ax, twin, frame: _Frame) -> None:
-    """Place the axes so that the title, tick labels, axis titles and legend fit around them,
-    from the text's measured sizes: each text is measured once, where a layout engine
-    measures every label again on each of its passes (that was half a chart's drawing time).
-    A label written past a bar's end gets room from a longer value axis, as plotly gives it."""
-    width, height = fig.get_figwidth() * DPI, fig.get_figheight() * DPI
-    tick_h = _lines_px(TICK_SIZE, 1)
-    legend_w = legend_h = 0.0
-    if frame.legend is not None:
-        from matplotlib.backends.backend_agg import RendererAgg
-
-        box = frame.legend.get_window_extent(RendererAgg(int(width), int(height), DPI))
-        pad = 2 * _px(frame.legend.borderaxespad * TICK_SIZE)  # its own padding on either side
-        legend_h, legend_w = (box.height + pad, 0.0) if frame.legend_below else (0.0, box.width + pad)
-    # the title, and half a tick label: the top one stands half above the axes
-    top = PAD + (_block_px(frame.title, TITLE_SIZE) + PAD if frame.title else 0.0) + tick_h / 2
-    bottom = PAD + legend_h + _axis_title_px(ax.get_xlabel())
-    left = PAD + _axis_title_px(ax.get_ylabel())
-    right = PAD + legend_w + (_axis_title_px(twin.get_ylabel()) if twin is not None else 0.0)
-
-    def place() -> None:
-        box = [left / width, bottom / height, max(width - left - right, 10) / width, max(height - top - bottom, 10) / height]
-        for axes in (ax, twin):
-            if axes is not None:
-                axes.set_position(box)
-
-    place()
-    named = not frame.horizontal and frame.kind != "number"  # the x axis holds categories or days
-    full = _category_ticks(ax, frame)
-    _thin(ax, frame, full)
-    x_labels = [t.get_text() for t in ax.get_xticklabels()] if named else _tick_labels(ax.xaxis)
-    turned = named and bool(x_labels) and bool(ax.get_xticklabels()[0].get_rotation())
-    sin, cos = math.sin(math.radians(ROTATION)), math.cos(math.radians(ROTATION))
-    if turned:  # the label standing lowest decides the height
-        bottom += max(_widest([label]) * sin + _lines(label) * tick_h * cos for label in x_labels)
-    elif x_labels:
-        bottom += tick_h * max(_lines(label) for label in x_labels)
-    bottom += TICK_PAD_PX + _tick_len_px(ax.xaxis)
-    place()
-    _room_for_outside_labels(ax, frame)
-    # the y axes' tick labels, now that the axes' height (and so their ticks) is known
-    def y_widths() -> tuple[float, float]:
-        mine = [t.get_text() for t in ax.get_yticklabels()] if frame.horizontal else _tick_labels(ax.yaxis)
-        return _widest(mine), (_widest(_tick_labels(twin.yaxis)) if twin is not None else 0.0)
-
-    y_width, twin_width = y_widths()
-    left += y_width + TICK_PAD_PX + _tick_len_px(ax.yaxis)
-    if twin is not None:
-        right += twin_width + TICK_PAD_PX + _tick_len_px(twin.yaxis)
-    # a category stands 0.6 of a step inside the axes' left end and 0.4 inside its right one
-    step = (width - left - right) / (ax.get_xlim()[1] - ax.get_xlim()[0]) if frame.kind == "category" and named else 0.0
-    if turned:  # a turned label reaches left past its tick: the one reaching furthest decides
-        at = [round(t.get_position()[0]) for t in ax.get_xticklabels()]
-        left = max(left, PAD + max(_widest([label]) * cos + _lines(label) * tick_h * sin - (0.6 + i) * step
-                                   for i, label in zip(at, x_labels)))
-    else:  # the end labels of the x axis may stand half outside it
-        if not named:  # a number axis's ticks, now that its width is known
-            x_labels = _tick_labels(ax.xaxis)
-        right = max(right, PAD + _widest(x_labels[-1:]) / 2 - 0.4 * step)
-        left = max(left, PAD + _widest(x_labels[:1]) / 2 - 0.6 * step)
-    if not frame.horizontal and frame.outside:  # a label above a bar near an end may be wider than its room
-        x0, x1 = ax.get_xlim()
-        for position, _, label in frame.outside:
-            share = (position - x0) / (x1 - x0)  # of the axes' width, from the left
-            half = 1.04 * _widest([label]) / 2 + 1
-            at = left + share * (width - left - right)
-            if at + half > width - PAD and share > 0:  # a wider right margin moves the label left by `share` of it
-                right += (at + half - width + PAD) / share
-            if at - half < PAD and share < 1:
-                left += (PAD - at + half) / (1 - share)
-    place()
-    _thin(ax, frame, full)  # at the final size: only ever fewer labels than above
-    _room_for_outside_labels(ax, frame)
-    wider, twin_wider = (now - then for now, then in zip(y_widths(), (y_width, twin_width)))
-    if wider > 0 or twin_wider > 0:  # the lengthened value axis has wider tick labels
-        left, right = left + max(wider, 0.0), right + max(twin_wider, 0.0)
-        place()
-        _room_for_outside_labels(ax, frame)
-    if frame.legend is not None:
-        anchor = (PAD / width, PAD / height) if legend_h else (1 - PAD / width, 1 - top / height)
-        frame.legend.set_bbox_to_anchor(anchor, transform=fig.transFigure)
-
-
-def _axis_title_px(title: str) -> float:
-    """The room (px) an axis title takes beside its tick labels."""
-    return _block_px(title, FONT_SIZE) + _px(4) if title else 0.0  # matplotlib's label pad: 4 points
-
-
-def _tick_len_px(axis) -> float:
-    """The length (px) of the axis's ticks; a second y axis draws its own on the right."""
-    ticks = axis.get_major_ticks()[:1]
-    if not ticks:
-        return 0.0
-    drawn = [line for line in (ticks[0].tick1line, ticks[0].tick2line) if line.get_visible()]
-    return _px(drawn[0].get_markersize()) if drawn else 0.0
-
-
-def _lines(label: str) -> int:
-    return label.count("\n") + 1
-
-
-def _category_ticks(ax, frame: _Frame) -> list[tuple[float, str]]:
-    """Every category's position and label (`_category_axis` names them all; `_thin` shows
-    some), or nothing for an axis of numbers or days."""
-    if frame.kind != "category":
-        return []
-    axis = ax.yaxis if frame.horizontal else ax.xaxis
-    return [(float(at), t.get_text()) for at, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels())]
-
-
-def _thin(ax, frame: _Frame, full: list[tuple[float, str]]) -> None:
-    """Show every k-th category label, so that none overlap at the axes' present size: plotly
-    thins a crowded category axis alike. Labels side by side need their lines' height across
-    them (`label_pitch_px`; turned ones: over the sine of the angle); upright ones side by
-    side were found to fit."""
-    if not full:
-        return
-    pitch = label_pitch_px(max(_lines(label) for _, label in full))
-    if frame.horizontal:
-        every = label_step(len(full), ax.bbox.height, pitch)
-        shown = full[::every]
-        ax.set_yticks([at for at, _ in shown], [label for _, label in shown])
-        return
-    turned = bool(ax.xaxis.get_majorticklabels()[0].get_rotation())
-    if not turned:
-        return
-    every = label_step(len(full), ax.bbox.width, pitch / math.sin(math.radians(ROTATION)))
-    shown = full[::every]
-    ax.set_xticks([at for at, _ in shown], [label for _, label in shown])
-    _turn(ax)
-
-
-def _room_for_outside_labels(ax, frame: _Frame) -> None:
-    """A value axis long enough that the labels written past the bars' ends stay inside it:
-    past the top (right) end for a positive bar, the bottom (left) one for a negative one, on
-    a linear or a log scale."""
-    if not frame.outside:
-        return
-    box = ax.get_window_extent()
-    length = box.width if frame.horizontal else box.height
-    log = (ax.get_xscale() if frame.horizontal else ax.get_yscale()) == "log"
-    low, high = ax.get_xlim() if frame.horizontal else ax.get_ylim()
-    if log and (low <= 0 or high <= 0):
-        return
-    scale, unscale = (math.log10, lambda v: 10 ** v) if log else ((lambda v: v), (lambda v: v))
-    low, high = scale(low), scale(high)
-    if high <= low or length <= 0:
-        return
-    # with a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider
-    wanted = [(scale(end), end >= 0, _px(LABEL_GAP) + 2 + 1.04 * (_widest([label]) if frame.horizontal
-                                                                   else _block_px(label, TICK_SIZE)))
-              for _, end, label in frame.outside if not (log and end <= 0)]
-    wanted = [(at, up, extent) for at, up, extent in wanted if extent < length]
-    need_low, need_high = low, high
-    for _ in range(8):  # lengthening one end moves the labels at the other: again until none moves
-        before = (need_low, need_high)
-        for at, up, extent in wanted:
-            if up and at > need_low:
-                need_high = max(need_high, need_low + (at - need_low) * length / (length - extent))
-            elif not up and at < need_high:
-                need_low = min(need_low, need_high - (need_high - at) * length / (length - extent))
-        if (need_low, need_high) == before:
-            break
-    if (need_low, need_high) != (low, high):
-        (ax.set_xlim if frame.horizontal else ax.set_ylim)(unscale(need_low), unscale(need_high))
 
 
 def _bars(ax, bars: list[dict], layout: dict, horizontal: bool, dates: bool, where) -> list[tuple[float, float, str]]:
     """The bar traces drawn; returns each label written outside a bar as (the bar's place,
-    where it ends, the label), for `_arrange` to make room for it."""
+    where it ends, the label), for `arrange` to make room for it."""
     outside_labels: list[tuple[float, float, str]] = []
     stacked = layout.get("barmode") == "stack"
     gap = layout.get("bargap")
@@ -585,7 +355,7 @@ def _category_axis(ax, axis: dict, categories: _Categories, horizontal: bool, da
     else:
         count = len(categories.order)
         labels = [_short(c) for c in categories.order]
-        if horizontal:  # every label named here; `_arrange` shows as many as fit (`_thin`)
+        if horizontal:  # every label named here; `placement.arrange` shows as many as fit
             ax.set_yticks(range(count), labels)
             ax.set_ylim(-0.6, count - 0.4)
             if axis.get("autorange") == "reversed":
@@ -595,32 +365,9 @@ def _category_axis(ax, axis: dict, categories: _Categories, horizontal: bool, da
             ax.set_xlim(-0.6, count - 0.4)
             room = ax.figure.get_figwidth() * DPI - 120  # px for the labels side by side
             if sum(len(c) + 2 for c in labels) * TICK_SIZE * 0.6 > room:
-                _turn(ax)
+                turn(ax)
     (ax.set_ylabel if horizontal else ax.set_xlabel)(title)
     ax.tick_params(axis="y" if horizontal else "x", length=0 if not dates else 4)
-
-
-def _turn(ax) -> None:
-    """The x axis's labels turned by ROTATION degrees, each ending at its tick."""
-    ax.tick_params(axis="x", labelrotation=ROTATION)
-    for label in ax.get_xticklabels():
-        label.set_horizontalalignment("right")
-        label.set_rotation_mode("anchor")
-
-
-def label_pitch_px(lines: int = 1) -> float:
-    """How far apart (px, across them) labels of `lines` lines stand at the least: 1.2 em a
-    line, plotly's rule for a category axis (a line's box, ascent to descent, is 1.36 em in
-    Noto Sans; its letters fill less)."""
-    return lines * 1.2 * _px(TICK_SIZE)
-
-
-def label_step(count: int, room_px: float, pitch_px: float) -> int:
-    """Every how many categories a label is shown so that the labels do not overlap: plotly
-    thins a crowded category axis the same way (each label needs at least `pitch_px`); a bar
-    without a label is named in the report's table."""
-    fits = max(1, int(room_px // pitch_px))
-    return max(1, math.ceil(count / fits))
 
 
 def _date_axis(ax, axis: dict) -> None:
@@ -695,7 +442,7 @@ def _null_locator():
 def _legend(fig, traces: Sequence[dict], layout: dict):
     """Plotly's legend: one entry per named trace, shown when there are two or more (or the
     layout asks), below the chart when horizontal, on the right when vertical. Returns the
-    legend (None without one) and whether it goes below; `_arrange` puts it in place."""
+    legend (None without one) and whether it goes below; `arrange` puts it in place."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
