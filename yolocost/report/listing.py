@@ -67,9 +67,14 @@ def _composed(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def _drawn(text: str) -> float:
+    """The columns the listing font draws `text` in (composed), unrounded."""
+    return sum(_columns(ch) for ch in _composed(text))
+
+
 def width(text: str) -> int:
     """The columns (half an em each) the listing font draws `text` in, rounded."""
-    return round(sum(_columns(ch) for ch in _composed(text)))
+    return round(_drawn(text))
 
 
 def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
@@ -80,7 +85,7 @@ def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) ->
     out: list[str] = []
     at = start = 0.0
     for cell, columns, to_right in zip(map(_composed, cells), widths, right):
-        drawn = sum(_columns(ch) for ch in cell)
+        drawn = _drawn(cell)
         begin = start + (columns - drawn if to_right else 0.0)
         fill = max(round(begin - at), 1 if out else 0)
         out.append(" " * fill + cell)
@@ -103,8 +108,10 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequenc
         raise ValueError(f"a listing row has not the header's {len(header)} cells")  # a template's mistake
     widths = [max(width(r[i]) for r in [header, *([total] if total else []), *table]) for i in range(len(header))]
 
+    to_right = [name in right for name in header]
+
     def line(row: Sequence[str]) -> str:
-        return row[0] if len(row) == 1 else _line(row, widths, [name in right for name in header])
+        return row[0] if len(row) == 1 else _line(row, widths, to_right)
 
     chars = sum(widths) + 2 * (len(widths) - 1)
     size = min(MAX_PT, math.floor(page[0] / chars * 10) / 10)

@@ -51,6 +51,8 @@ _FONT_FAMILY = re.compile(r"""(font-family\s*:\s*)((?:&[#\w]+;|[^;>"])*)|(font-f
 # a text element as matplotlib writes it: its attributes, then its characters
 _TEXT = re.compile(r"<text([^>]*)>([^<]*)</text>")
 _NO_TURN = re.compile(r' transform="rotate\(-?0 [-\d.e]+ [-\d.e]+\)"')
+# a tightened font-family list in a style: the first family kept
+_FIRST_FAMILY = re.compile(r"(font-family\s*:\s*(?:'[^']*'|\"[^\"]*\"|&[#\w]+;[^;&]*&[#\w]+;|[^,;'\"]+)),[^;\"]*")
 
 
 def fix_svg(svg: str) -> str:
@@ -72,9 +74,6 @@ def fix_svg(svg: str) -> str:
 
     return _TEXT.sub(plain, _FONT_FAMILY.sub(tighten, svg))
 
-
-# a tightened font-family list in a style: the first family kept
-_FIRST_FAMILY = re.compile(r"(font-family\s*:\s*(?:'[^']*'|\"[^\"]*\"|&[#\w]+;[^;&]*&[#\w]+;|[^,;'\"]+)),[^;\"]*")
 
 
 def chart_markup(svg: str) -> Markup:

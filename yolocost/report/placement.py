@@ -64,7 +64,7 @@ def lines_px(size: float, lines: int) -> float:
 
 def _block_px(label: str, size: float) -> float:
     """The height (px) of a text block, nothing when it is empty."""
-    return lines_px(size, label.count("\n") + 1) if label else 0.0
+    return lines_px(size, _lines(label)) if label else 0.0
 
 
 def _tick_labels(axis) -> list[str]:
@@ -111,7 +111,7 @@ def arrange(fig, ax, twin, frame: Frame) -> None:
     full = _category_ticks(ax, frame)
     _thin(ax, frame, full)
     x_labels = [t.get_text() for t in ax.get_xticklabels()] if named else _tick_labels(ax.xaxis)
-    turned = named and bool(x_labels) and bool(ax.get_xticklabels()[0].get_rotation())
+    turned = named and bool(x_labels) and _turned(ax)
     sin, cos = math.sin(math.radians(ROTATION)), math.cos(math.radians(ROTATION))
     if turned:  # the label standing lowest decides the height
         bottom += max(widest([label]) * sin + _lines(label) * tick_h * cos for label in x_labels)
@@ -144,7 +144,7 @@ def arrange(fig, ax, twin, frame: Frame) -> None:
         x0, x1 = ax.get_xlim()
         for position, _, label in frame.outside:
             share = (position - x0) / (x1 - x0)  # of the axes' width, from the left
-            half = 1.04 * widest([label]) / 2 + 1
+            half = _spared(widest([label])) / 2
             at = left + share * (width - left - right)
             if at + half > width - PAD and share > 0:  # a wider right margin moves the label left by `share` of it
                 right += (at + half - width + PAD) / share
@@ -181,6 +181,18 @@ def _lines(label: str) -> int:
     return label.count("\n") + 1
 
 
+def _turned(ax) -> bool:
+    """Whether the x axis's labels are turned (`turn`)."""
+    labels = ax.xaxis.get_majorticklabels()
+    return bool(labels) and bool(labels[0].get_rotation())
+
+
+def _spared(px: float) -> float:
+    """The room (px) to leave for a label written past a bar's end that measures `px`, with
+    a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider."""
+    return 1.04 * px + 2
+
+
 def _category_ticks(ax, frame: Frame) -> list[tuple[float, str]]:
     """Every category's position and label (`_category_axis` names them all; `_thin` shows
     some), or nothing for an axis of numbers or days."""
@@ -203,8 +215,7 @@ def _thin(ax, frame: Frame, full: list[tuple[float, str]]) -> None:
         shown = full[::every]
         ax.set_yticks([at for at, _ in shown], [label for _, label in shown])
         return
-    turned = bool(ax.xaxis.get_majorticklabels()[0].get_rotation())
-    if not turned:
+    if not _turned(ax):
         return
     every = label_step(len(full), ax.bbox.width, pitch / math.sin(math.radians(ROTATION)))
     shown = full[::every]
@@ -228,9 +239,8 @@ def _room_for_outside_labels(ax, frame: Frame) -> None:
     low, high = scale(low), scale(high)
     if high <= low or length <= 0:
         return
-    # with a little to spare: a renderer that hints the glyphs sets the text up to 3 % wider
-    wanted = [(scale(end), end >= 0, _px(LABEL_GAP) + 2 + 1.04 * (widest([label]) if frame.horizontal
-                                                                   else _block_px(label, TICK_SIZE)))
+    wanted = [(scale(end), end >= 0, _px(LABEL_GAP) + _spared(widest([label]) if frame.horizontal
+                                                              else _block_px(label, TICK_SIZE)))
               for _, end, label in frame.outside if not (log and end <= 0)]
     wanted = [(at, up, extent) for at, up, extent in wanted if extent < length]
     need_low, need_high = low, high
