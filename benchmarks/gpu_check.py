@@ -67,6 +67,17 @@ def _memory_calls(nv, handle) -> dict:
     return found
 
 
+def smi_memory_used(device: str) -> float | None:
+    """nvidia-smi's memory in use on the GPU, read beside each scrape: what the served
+    DCGM_FI_DEV_FB_USED should equal (the driver's reserve left out)."""
+    found = subprocess.run(["nvidia-smi", "-i", device, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    try:
+        return float(found)
+    except ValueError:
+        return None
+
+
 def scrape(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:
@@ -124,7 +135,8 @@ def main() -> int:
                 break
             text = scrape(url)
             if text is not None:
-                scrapes.write(json.dumps({"t": round(time.time(), 3), "text": text}) + "\n")
+                scrapes.write(json.dumps({"t": round(time.time(), 3), "text": text,
+                                          "smi_memory_used_mib": smi_memory_used(args.device)}) + "\n")
                 scrapes.flush()
             next_at += args.every
             time.sleep(max(0.0, next_at - time.time()))
