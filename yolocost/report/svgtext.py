@@ -1,0 +1,138 @@
+"""Chart text drawn by WeasyPrint as whole strings, not letter by letter.
+
+WeasyPrint (up to 70 at least) draws every SVG `<text>` one character at a time: a Pango
+layout for each letter, placed where the previous one ended, so that per-letter `x`, `dx` or
+`rotate` lists can be honoured. On the printed charts that is half of WeasyPrint's work on a
+chart (12,494 characters in the 42 charts of the 1,000-GPU month's admin report and three
+project reports: 4.3 of 8.6 CPU-s), and it shapes no string as a whole: no kerning, and a
+combining accent is drawn apart from its letter (WeasyPrint issue 2249). Each text anchored at
+its middle or end is also drawn into a group of its own that is shifted once its width is
+known.
+
+The texts matplotlib writes are plain: one `x` and one `y`, no per-letter lists. `install()`
+puts a drawing of such a text as one Pango run in front of WeasyPrint's own, which still
+draws every other text; `prepare()` moves a chart text's anchor where only that drawing reads
+it, so it shifts the run by the width it has just laid out instead of WeasyPrint making a
+group. The words land where WeasyPrint put them within kerning (1.2 pt at most on those
+charts), the chart's share of WeasyPrint's work halves and the PDF is a quarter the size.
+
+Both are no-ops where WeasyPrint's SVG internals are not the ones this was written against:
+the charts then print as before, only slower.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from math import inf
+from typing import Any, Callable, cast
+
+ANCHOR = "yolocost-anchor"  # where prepare() puts a text's anchor for the whole-string drawing
+# attributes that place, space or align letters one by one, or a baseline: WeasyPrint's own
+# drawing handles those
+_PER_LETTER = ("dx", "dy", "rotate", "textLength", "letter-spacing", "display-anchor", "dominant-baseline",
+               "alignment-baseline")
+# a text as matplotlib writes it, with its anchor in its style
+_ANCHORED = re.compile(r'<text style="([^"]*?)text-anchor: (middle|end);? ?([^"]*)"([^>]*)>([^<]*)</text>')
+
+_installed: bool | None = None  # None: not tried yet
+
+
+def install() -> bool:
+    """Draw plain SVG texts as whole strings from now on in this process (idempotent);
+    False where this WeasyPrint is not one it fits."""
+    global _installed
+    if _installed is None:
+        _installed = _patch()
+    return _installed
+
+
+def prepare(svg: str) -> str:
+    """A chart's SVG with each anchored text's anchor moved where the whole-string drawing
+    reads it; unchanged where that drawing is not installed (WeasyPrint then anchors)."""
+    if not install():
+        return svg
+    return _ANCHORED.sub(lambda m: f'<text style="{m.group(1)}{m.group(3)}" {ANCHOR}="{m.group(2)}"{m.group(4)}>'
+                                   f'{m.group(5)}</text>', svg)
+
+
+def _patch() -> bool:
+    try:
+        import weasyprint.svg as svg_package
+        from weasyprint.css.properties import INITIAL_VALUES
+        from weasyprint.draw.text import draw_emojis, draw_first_line
+        from weasyprint.matrix import Matrix
+        from weasyprint.svg.bounding_box import extend_bounding_box
+        from weasyprint.svg.utils import size
+        from weasyprint.text.line_break import split_first_line
+    except (ImportError, OSError):
+        return False
+    text_module: Any = sys.modules.get("weasyprint.svg.text")
+    stock: Any = getattr(text_module, "text", None)
+    tags = getattr(svg_package, "TAGS", None)
+    if (not callable(stock) or not isinstance(tags, dict) or tags.get("text") is not stock
+            or getattr(svg_package, "text", None) is not stock
+            or not all(hasattr(text_module, name) for name in ("Style", "TextBox"))):
+        return False
+    letter_by_letter = cast(Callable[[Any, Any, float], None], stock)
+
+    def whole(svg: Any, node: Any, font_size: float) -> None:
+        attrib = node.attrib
+        if (not node.text or any(name in attrib for name in _PER_LETTER)
+                or len(attrib.get("x", "").split()) > 1 or len(attrib.get("y", "").split()) > 1):
+            return letter_by_letter(svg, node, font_size)
+        style = _style(text_module.Style, INITIAL_VALUES, svg, node, font_size)
+        layout, _, _, width, height, baseline = split_first_line(node.text, style, svg.context, inf, 0)
+        x = size(attrib["x"], font_size, svg.inner_width) if "x" in attrib else None
+        y = size(attrib["y"], font_size, svg.inner_height) if "y" in attrib else None
+        if x:  # as WeasyPrint's own drawing: an explicit position ends a dx/dy run
+            svg.cursor_d_position[0] = 0
+        if y:
+            svg.cursor_d_position[1] = 0
+        x = svg.cursor_position[0] if x is None else x
+        y = svg.cursor_position[1] if y is None else y
+        anchor = attrib.get(ANCHOR)
+        if anchor in ("middle", "end"):
+            x -= width / 2 if anchor == "middle" else width
+        svg.cursor_position = x + width, y
+        left, base = x + svg.cursor_d_position[0], y + svg.cursor_d_position[1]
+        node.text_bounding_box = extend_bounding_box(
+            node.text_bounding_box, ((left, base - baseline), (left + width, base - baseline + height)))
+        svg.stream.push_state()
+        fill, stroke = svg.set_graphical_state(node, font_size)
+        svg.stream.begin_text()
+        layout.reactivate(style)
+        svg.fill_stroke(fill, stroke, text=True)
+        box = text_module.TextBox(layout, style)
+        box.baseline = baseline
+        emojis = draw_first_line(svg.stream, box, "none", "none", Matrix(a=1, d=-1, e=left, f=base))
+        svg.stream.end_text()
+        svg.stream.pop_state()
+        draw_emojis(svg.stream, style, x, y, emojis)
+
+    for tag, draw in list(tags.items()):
+        if draw is stock:
+            tags[tag] = whole
+    svg_package.text = whole  # draw_node tells text nodes by this name
+    return True
+
+
+def _style(style_type: Callable[[], dict], initial: dict, svg: Any, node: Any, font_size: float) -> dict:
+    """The text style WeasyPrint's own drawing gives a text node: family, style, weight, size."""
+    style = style_type()
+    style.update(initial)
+    style.font_config = svg.font_config  # type: ignore[attr-defined]
+    style["font_family"] = [family.strip("\"'") for family in node.get("font-family", "sans-serif").split(",")]
+    style["font_style"] = node.get("font-style", "normal")
+    weight = node.get("font-weight", 400)
+    if weight in ("normal", "bold"):
+        style["font_weight"] = 400 if weight == "normal" else 700
+    else:
+        try:
+            style["font_weight"] = int(weight)
+        except ValueError:
+            style["font_weight"] = 400
+    style["font_size"] = font_size
+    if node.get("direction") in ("ltr", "rtl"):
+        style["direction"] = node.get("direction")
+    return style
