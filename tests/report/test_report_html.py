@@ -4,6 +4,7 @@ no request leaving the machine, hostile labels shown as text."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from decimal import Decimal
 
@@ -24,13 +25,21 @@ def cents(value: Decimal) -> str:
     return f"{value:,.2f}"
 
 
+# each chart's paper and plot colour, its value axis's zero line colour and hover label alignment as
+# plotly.js drew them (a category axis has no zero line)
+LOOK = """JSON.stringify(Array.from(document.querySelectorAll("div.plot")).map(function (d) {
+  var l = d._fullLayout;
+  return [l.paper_bgcolor, l.plot_bgcolor, l.xaxis.zerolinecolor || l.yaxis.zerolinecolor, l.hoverlabel.align];
+}))"""
+
+
 def test_every_html_report_loads_offline_and_draws_every_chart(rendered, tmp_path):
     stems = rendered.stems()
     assert stems[0] == "admin" and len(stems) == 7  # admin + the sample month's six projects
     pages = [rendered.file(s, "html") for s in stems]
     shots = {"admin": tmp_path / "admin.png", next(s for s in stems if not re.match(r"project-[a-z-]+$", s)):
              tmp_path / "project-cjk.png"}
-    runs = open_pages([(p, shots.get(s), None) for s, p in zip(stems, pages)])
+    runs = open_pages([(p, shots.get(s), {"look": LOOK}) for s, p in zip(stems, pages)])
     for stem, page, run in zip(stems, pages, runs):
         figures = int(page_parts(page)["figures"])
         assert figures >= 8, stem
@@ -41,6 +50,10 @@ def test_every_html_report_loads_offline_and_draws_every_chart(rendered, tmp_pat
         assert run.outside_requests == [], (stem, run.outside_requests)
         assert run.failed == [], (stem, run.failed)
         assert run.requests == [page.resolve().as_uri()]  # the page itself and nothing else
+        # every chart drawn in plotly_white's look, which the page gives each figure once
+        # (plotly.js's own defaults: zero lines #444, hover labels aligned "auto")
+        assert set(map(tuple, json.loads(run.values["look"]))) == {("white", "white", "#EBF0F8", "left")}, \
+            (stem, run.values["look"])
     for shot in shots.values():  # a full-page screenshot of a readable page, not a blank one
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 100_000

@@ -490,7 +490,7 @@ def _render_pages(config: Config, month: str, chosen, formats, reports, figures,
                 **_context(config, month, audience, reports[audience]), fmt="html",
                 chart=lambda name, figs=figs: html_out.chart_markup(name, figs[name]) if name in figs else "",
                 has_chart=lambda name, figs=figs: name in figs,
-                plotly_js=html_out.plotly_js(),
+                plotly_js=html_out.plotly_js(), chart_template=html_out.chart_template(),
             )
             _report_done([_write(folder / f"{audience.stem}.html", text)], result, progress)
             if printer is not None:
