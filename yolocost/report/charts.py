@@ -43,6 +43,14 @@ def _f(value) -> float:
     return 0.0 if value is None else float(value)
 
 
+def _money(value, currency: str) -> float:
+    """An amount that is no ledger cents (a rate such as cost per mAP point) as the tables
+    show it, rounded by `Currency.round`, for a hover or a bar: plotly.js's d3 format rounds
+    the float as stored (1.005 is 1.00499... there, and shows as 1.00) where the table rounds
+    the amount as it prints (1.01)."""
+    return 0.0 if value is None else float(Currency(currency).round(value))
+
+
 def _layout(fig: go.Figure, title: str, height: int, **extra) -> go.Figure:
     layout = {
         "template": "none",  # the look comes from the page (html.chart_template), not 7 KB per figure
@@ -249,10 +257,11 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
     for model in models:
         mine = [r for r in points if (r["model_type"] or "") == model]
         fig.add_scatter(
-            x=[_f(r["mean_cost_per_run"]) for r in mine], y=[_f(r["mean_map50"]) for r in mine], mode="markers",
+            x=[_money(r["mean_cost_per_run"], currency) for r in mine], y=[_f(r["mean_map50"]) for r in mine],
+            mode="markers",
             name=esc(model), marker={"color": colors[model], "size": [8 + 3 * min(r["runs"], 6) for r in mine],
                                      "line": {"width": 0.5, "color": "#ffffff"}},
-            customdata=[[esc(r["image_tag"]), r["runs"], _f(r["cost_per_map50_point"])] for r in mine],
+            customdata=[[esc(r["image_tag"]), r["runs"], _money(r["cost_per_map50_point"], currency)] for r in mine],
             hovertemplate=(esc_in_template(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
                            f"{_amount('x', currency)} per run, {_amount('customdata[2]', currency)} per mAP point"
                            "<extra></extra>"))
@@ -296,10 +305,10 @@ def leaderboard_rank(found: list[dict], currency: str, ends: int = LEADERBOARD_E
 
     def bars(rows: list[dict], name: str, color: str) -> go.Bar:
         return go.Bar(
-            y=[label(r) for r in rows], x=[_f(r["cost_per_map50_point"]) for r in rows], orientation="h",
-            name=name, marker_color=color, text=[shown.format(_f(r['cost_per_map50_point'])) for r in rows],
+            y=[label(r) for r in rows], x=[_money(r["cost_per_map50_point"], currency) for r in rows],
+            orientation="h", name=name, marker_color=color, text=[shown.format(r["cost_per_map50_point"]) for r in rows],
             textposition="outside", cliponaxis=False,
-            customdata=[[r["runs"], _f(r["mean_map50"]), _f(r["mean_cost_per_run"])] for r in rows],
+            customdata=[[r["runs"], _f(r["mean_map50"]), _money(r["mean_cost_per_run"], currency)] for r in rows],
             hovertemplate=hover)
 
     fig = go.Figure()
