@@ -36,10 +36,25 @@ def test_a_rate_hovers_with_the_cents_its_table_shows():
     table = Currency("USD")
     assert [shown_by_plotly(float(r["mean_cost_per_run"])) for r in rows] == ["1.00", "0.14"]  # the trap
     [scatter, *_] = charts.leaderboard(rows, "USD").data
-    assert [shown_by_plotly(x) for x in scatter.x] == [table.format(rows[0]["mean_cost_per_run"])] == ["1.01"]
+    assert "%{customdata[3]:,.2f} USD per run" in scatter.hovertemplate
+    assert shown_by_plotly(scatter.customdata[0][3]) == table.format(rows[0]["mean_cost_per_run"]) == "1.01"
     assert shown_by_plotly(scatter.customdata[0][2]) == table.format(rows[0]["cost_per_map50_point"]) == "2.68"
+    assert list(scatter.x) == [1.005]  # the point where the exact cost puts it
     [bars] = charts.leaderboard_rank(rows, "USD").data
     assert [shown_by_plotly(x) for x in bars.x] == [table.format(r["cost_per_map50_point"]) for r in rows] \
         == list(bars.text) == ["2.68", "8.35"]
     assert [shown_by_plotly(c[2]) for c in bars.customdata] == [table.format(r["mean_cost_per_run"]) for r in rows] \
         == ["1.01", "0.15"]
+
+
+def test_a_cost_under_half_a_cent_keeps_its_point_on_a_log_axis():
+    """A cheap configuration on the value chart's log axis: its point is placed by its exact
+    cost (rounded to 0.00 it would not be drawn), its hover shows the cents."""
+    rows = [{"rank": i, "model_type": "yolov8n", "image_tag": f"t{i}", "runs": 1, "mean_map50": 0.5,
+             "mean_cost_per_run": Decimal(cost), "cost_per_map50_point": float(cost) / 50}
+            for i, cost in enumerate(("0.004", "0.5", "0.0149"), start=1)]
+    fig = charts.leaderboard(rows, "USD")
+    assert fig.layout.xaxis.type == "log"
+    [scatter] = fig.data
+    assert list(scatter.x) == [0.004, 0.5, 0.0149]
+    assert [shown_by_plotly(c[3]) for c in scatter.customdata] == ["0.00", "0.50", "0.01"]

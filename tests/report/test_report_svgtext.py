@@ -180,3 +180,44 @@ def test_without_the_whole_string_drawing_a_chart_keeps_its_anchors(monkeypatch)
     assert re.search(r"text-anchor: (middle|end)", svg) and not re.search(r"text-anchor: (middle|end)", moved)
     assert moved.count(f'{svgtext.ANCHOR}="middle"') == len(re.findall(r"text-anchor: middle", svg))
     assert moved.count(f'{svgtext.ANCHOR}="end"') == len(re.findall(r"text-anchor: end", svg))
+
+
+def test_a_line_separator_inside_a_label_prints_every_character(tmp_path):
+    """Pango breaks a line at U+2028: such a text is left to WeasyPrint's drawing, which
+    prints it whole (a run laid out as one would end at the separator)."""
+    require_tools(chromium=False, poppler=True)
+    svg = small_svg(f'<text style="{FONT}" x="20" y="20">vision\u2028team</text>',
+                    f'<text style="{FONT}; text-anchor: end" x="180" y="50">wafer\u2029AOI</text>')
+    assert svgtext.prepare(svg) == svg or not svgtext.install()
+    words = printed_words(tmp_path, svg, "whole")
+    assert "".join(w[0] for w in sorted(words, key=lambda w: (w[2], w[1]))) == "visionteamwaferAOI"
+    assert max(nearest(w, printed_words(tmp_path, svg, "stock")) for w in words) < 0.01
+
+
+def test_an_anchored_text_with_spacing_or_a_direction_keeps_weasyprints_anchor(tmp_path):
+    """prepare() moves an anchor only for a text the whole-string drawing takes: one with
+    letter spacing, per-letter shifts, a direction or an x list stays as WeasyPrint draws it."""
+    require_tools(chromium=False, poppler=True)
+    svg = small_svg(f'<text style="{FONT}; text-anchor: middle; letter-spacing: 2px" x="100" y="15">spaced</text>',
+                    f'<text style="{FONT}; text-anchor: end" x="180" y="35" dx="0 4">shifted</text>',
+                    f'<text style="{FONT}; text-anchor: end; direction: rtl" x="180" y="55">rtl text</text>',
+                    f'<text style="{FONT}" x="20,60,100" y="75">abc</text>')
+    assert svgtext.prepare(svg) == svg or not svgtext.install()
+    stock, whole = printed_words(tmp_path, svg, "stock"), printed_words(tmp_path, svg, "whole")
+    assert sorted(w[0] for w in whole) == sorted(w[0] for w in stock)
+    assert max(nearest(w, stock) for w in whole) < 0.01
+    assert sorted(round(w[1] - PAGE_LEFT) for w in whole if w[0] in "abc") == [20, 60, 100]
+
+
+def test_a_weasyprint_it_was_not_written_for_is_left_alone():
+    """WeasyPrint 68 and 69 call the graphical state's functions differently: on a major
+    version outside VERSIONS nothing is patched (the charts print, letter by letter). In a
+    fresh process: this one may have the drawing installed already."""
+    check = ("import weasyprint, weasyprint.svg as s\n"
+             "from yolocost.report import svgtext\n"
+             "stock = dict(s.TAGS)\n"
+             "weasyprint.__version__ = '69.0'\n"
+             "svg = '<svg><text style=\"text-anchor: end\" x=\"1\" y=\"2\">a</text></svg>'\n"
+             "print(svgtext.install(), s.TAGS == stock, svgtext.prepare(svg) == svg)\n")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False", "True", "True"], out

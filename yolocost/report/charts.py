@@ -257,13 +257,15 @@ def leaderboard(found: list[dict], currency: str) -> go.Figure | None:
     for model in models:
         mine = [r for r in points if (r["model_type"] or "") == model]
         fig.add_scatter(
-            x=[_money(r["mean_cost_per_run"], currency) for r in mine], y=[_f(r["mean_map50"]) for r in mine],
-            mode="markers",
+            x=[_f(r["mean_cost_per_run"]) for r in mine], y=[_f(r["mean_map50"]) for r in mine], mode="markers",
             name=esc(model), marker={"color": colors[model], "size": [8 + 3 * min(r["runs"], 6) for r in mine],
                                      "line": {"width": 0.5, "color": "#ffffff"}},
-            customdata=[[esc(r["image_tag"]), r["runs"], _money(r["cost_per_map50_point"], currency)] for r in mine],
+            # the amounts as the tables round them; the point stays where the exact cost puts it
+            # (on a log axis a cost rounded to 0 would not be drawn)
+            customdata=[[esc(r["image_tag"]), r["runs"], _money(r["cost_per_map50_point"], currency),
+                         _money(r["mean_cost_per_run"], currency)] for r in mine],
             hovertemplate=(esc_in_template(model) + " on %{customdata[0]}<br>mAP50 %{y:.3f}, %{customdata[1]} run(s)<br>"
-                           f"{_amount('x', currency)} per run, {_amount('customdata[2]', currency)} per mAP point"
+                           f"{_amount('customdata[3]', currency)} per run, {_amount('customdata[2]', currency)} per mAP point"
                            "<extra></extra>"))
     _layout(fig, "Value: mAP50 against cost per run (bubble size: number of runs)", 380,
             legend={"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "yanchor": "top"})

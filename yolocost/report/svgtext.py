@@ -16,8 +16,11 @@ it, so it shifts the run by the width it has just laid out instead of WeasyPrint
 group. The words land where WeasyPrint put them within kerning (1.2 pt at most on those
 charts), the chart's share of WeasyPrint's work halves and the PDF is a quarter the size.
 
-Both are no-ops where WeasyPrint's SVG internals are not the ones this was written against:
-the charts then print as before, only slower.
+Both are no-ops on a WeasyPrint whose SVG internals this was not written against (a major
+version outside `VERSIONS`: 68 and 69 call the graphical state's functions differently): the
+charts then print as before, only slower. A text that is not plain (per-letter lists or
+spacing, a baseline alignment, a direction, a line separator inside it) keeps its anchor and
+WeasyPrint's own drawing.
 """
 
 from __future__ import annotations
@@ -28,12 +31,17 @@ from math import inf
 from typing import Any, Callable, cast
 
 ANCHOR = "yolocost-anchor"  # where prepare() puts a text's anchor for the whole-string drawing
-# attributes that place, space or align letters one by one, or a baseline: WeasyPrint's own
-# drawing handles those
+VERSIONS = (70,)  # WeasyPrint major versions whose SVG text internals this was written against
+# attributes that place, space or align letters one by one, set a baseline or a direction:
+# WeasyPrint's own drawing handles those
 _PER_LETTER = ("dx", "dy", "rotate", "textLength", "letter-spacing", "display-anchor", "dominant-baseline",
-               "alignment-baseline")
+               "alignment-baseline", "direction")
 # a text as matplotlib writes it, with its anchor in its style
 _ANCHORED = re.compile(r'<text style="([^"]*?)text-anchor: (middle|end);? ?([^"]*)"([^>]*)>([^<]*)</text>')
+# in a text's opening tag: one of those as a style property or an attribute, or an x or y list
+_NOT_PLAIN_TAG = re.compile(r'(?:^|[\s;"])(?:' + "|".join(re.escape(name) for name in _PER_LETTER)
+                            + r')\s*[:=]|\s[xy]="[^"]*[\s,][^"]*"')
+_LINE_SEPARATOR = re.compile("[\u2028\u2029]|&#(?:x2028|x2029|8232|8233);", re.I)  # in its characters
 
 _installed: bool | None = None  # None: not tried yet
 
@@ -52,20 +60,29 @@ def prepare(svg: str) -> str:
     reads it; unchanged where that drawing is not installed (WeasyPrint then anchors)."""
     if not install():
         return svg
-    return _ANCHORED.sub(lambda m: f'<text style="{m.group(1)}{m.group(3)}" {ANCHOR}="{m.group(2)}"{m.group(4)}>'
-                                   f'{m.group(5)}</text>', svg)
+
+    def moved(m: re.Match) -> str:
+        opening = f' style="{m.group(1)}{m.group(3)}"{m.group(4)}'
+        if _NOT_PLAIN_TAG.search(opening) or _LINE_SEPARATOR.search(m.group(5)):
+            return m.group(0)  # drawn by WeasyPrint, which reads only text-anchor
+        return f'<text style="{m.group(1)}{m.group(3)}" {ANCHOR}="{m.group(2)}"{m.group(4)}>{m.group(5)}</text>'
+
+    return _ANCHORED.sub(moved, svg)
 
 
 def _patch() -> bool:
     try:
+        import weasyprint
         import weasyprint.svg as svg_package
         from weasyprint.css.properties import INITIAL_VALUES
         from weasyprint.draw.text import draw_emojis, draw_first_line
         from weasyprint.matrix import Matrix
         from weasyprint.svg.bounding_box import extend_bounding_box
-        from weasyprint.svg.utils import size
+        from weasyprint.svg.utils import normalize, size
         from weasyprint.text.line_break import split_first_line
     except (ImportError, OSError):
+        return False
+    if weasyprint.__version__.split(".")[0] not in {str(v) for v in VERSIONS}:
         return False
     text_module: Any = sys.modules.get("weasyprint.svg.text")
     stock: Any = getattr(text_module, "text", None)
@@ -79,10 +96,12 @@ def _patch() -> bool:
     def whole(svg: Any, node: Any, font_size: float) -> None:
         attrib = node.attrib
         if (not node.text or any(name in attrib for name in _PER_LETTER)
-                or len(attrib.get("x", "").split()) > 1 or len(attrib.get("y", "").split()) > 1):
+                or len(normalize(attrib.get("x")).split()) > 1 or len(normalize(attrib.get("y")).split()) > 1):
             return letter_by_letter(svg, node, font_size)
         style = _style(text_module.Style, INITIAL_VALUES, svg, node, font_size)
-        layout, _, _, width, height, baseline = split_first_line(node.text, style, svg.context, inf, 0)
+        layout, _, resume, width, height, baseline = split_first_line(node.text, style, svg.context, inf, 0)
+        if resume is not None:  # a line separator (U+2028, U+2029) inside: more than one line
+            return letter_by_letter(svg, node, font_size)
         x = size(attrib["x"], font_size, svg.inner_width) if "x" in attrib else None
         y = size(attrib["y"], font_size, svg.inner_height) if "y" in attrib else None
         if x:  # as WeasyPrint's own drawing: an explicit position ends a dx/dy run
