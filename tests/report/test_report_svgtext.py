@@ -30,6 +30,14 @@ HTML(string=f'<html><body style="margin:0">{pdf.chart_markup(svg)}</body></html>
 """
 
 Word = tuple[str, float, float, float, float]  # text, x0, y0, x1, y1 in points
+PAGE_LEFT = 56.25  # WeasyPrint's default page margin (75 px), where the image's left edge lands
+FONT = "font-size: 12px; font-family: 'Noto Sans'"
+
+
+def small_svg(*texts: str, width: int = 200, height: int = 80) -> str:
+    """A `width` x `height` pt SVG (one unit a point) of the given <text> elements."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}pt" height="{height}pt" '
+            f'viewBox="0 0 {width} {height}">' + "".join(texts) + "</svg>")
 
 
 def printed_words(tmp_path: Path, svg: str, how: str) -> list[Word]:
@@ -93,9 +101,9 @@ def test_a_turned_label_anchored_at_its_end_prints_where_weasyprint_put_it(tmp_p
     turned about that point. pdftotext reads turned text in pieces, so the label is compared
     as the box around all of them."""
     require_tools(chromium=False, poppler=True)
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300pt" height="200pt" viewBox="0 0 300 200">'
-           '<text style="font-size: 10px; font-family: \'Noto Sans\'; text-anchor: end; fill: #1f2933" x="150" '
-           'y="100" transform="rotate(-45 150 100)">Train-YOLO11-fast-cu121</text></svg>')
+    svg = small_svg('<text style="font-size: 10px; font-family: \'Noto Sans\'; text-anchor: end; fill: #1f2933" '
+                    'x="150" y="100" transform="rotate(-45 150 100)">Train-YOLO11-fast-cu121</text>',
+                    width=300, height=200)
 
     def box(how: str) -> tuple[float, float, float, float]:
         words = printed_words(tmp_path, svg, how)
@@ -115,9 +123,8 @@ def test_a_printed_run_is_as_wide_as_matplotlib_measured_it(tmp_path):
     letter-by-letter text came out wider ("Tesla AVAVA": 69.5 pt against 66.8)."""
     require_tools(chromium=False, poppler=True)
     text = "Tesla AVAVA"
-    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="400pt" height="100pt" viewBox="0 0 400 100">'
-           f'<text style="font-size: 12px; font-family: \'Noto Sans\'; text-anchor: middle; fill: #000" '
-           f'x="200" y="50">{text}</text></svg>')
+    svg = small_svg(f'<text style="{FONT}; text-anchor: middle; fill: #000" x="200" y="50">{text}</text>',
+                    width=400, height=100)
     import matplotlib
 
     with matplotlib.rc_context(paper._rc()):
@@ -131,18 +138,6 @@ def test_a_printed_run_is_as_wide_as_matplotlib_measured_it(tmp_path):
         widths[how] = right - left
     assert abs(widths["whole"] - measured) < 0.3, (widths, measured)
     assert widths["stock"] - measured > 1.5, (widths, measured)  # what the whole-string drawing mends
-
-
-PAGE_LEFT = 56.25  # WeasyPrint's default page margin (75 px), where the image's left edge lands
-
-
-def small_svg(*texts: str) -> str:
-    """A 200 x 80 pt SVG of the given <text> elements."""
-    return ('<svg xmlns="http://www.w3.org/2000/svg" width="200pt" height="80pt" viewBox="0 0 200 80">'
-            + "".join(texts) + "</svg>")
-
-
-FONT = "font-size: 12px; font-family: 'Noto Sans'"
 
 
 def test_a_combining_accent_prints_on_its_letter(tmp_path):

@@ -75,7 +75,6 @@ def fix_svg(svg: str) -> str:
     return _TEXT.sub(plain, _FONT_FAMILY.sub(tighten, svg))
 
 
-
 def chart_markup(svg: str) -> Markup:
     """The SVG as an image (a data: URL): WeasyPrint draws it as vectors and its text as text,
     without running the page's CSS over every SVG element."""

@@ -137,7 +137,7 @@ def _patch() -> bool:
 
 
 def _style(style_type: Callable[[], dict], initial: dict, svg: Any, node: Any, font_size: float) -> dict:
-    """The text style WeasyPrint's own drawing gives a text node: family, style, weight, size."""
+    """The text style WeasyPrint's own drawing gives a plain text node: family, style, weight, size."""
     style = style_type()
     style.update(initial)
     style.font_config = svg.font_config  # type: ignore[attr-defined]
@@ -151,7 +151,5 @@ def _style(style_type: Callable[[], dict], initial: dict, svg: Any, node: Any, f
             style["font_weight"] = int(weight)
         except ValueError:
             style["font_weight"] = 400
-    style["font_size"] = font_size
-    if node.get("direction") in ("ltr", "rtl"):
-        style["direction"] = node.get("direction")
+    style["font_size"] = font_size  # no direction: a text that sets one keeps WeasyPrint's drawing
     return style
