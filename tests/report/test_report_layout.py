@@ -18,6 +18,7 @@ import duckdb
 import pytest
 from helpers.reportkit import MONTH, pdf_pages, pdf_text, require_tools
 
+from yolocost.money import Currency
 from yolocost.report import ADMIN_SECTIONS, PROJECT_SECTIONS, charts, data
 from yolocost.report import sections as report_sections
 
@@ -298,12 +299,24 @@ def figures(sample_db):
 
 
 def money_axes(fig, currency: str) -> set[str]:
-    """The axes ("x", "y") whose values a trace's hover text shows as money in `currency`."""
+    """The axes ("x", "y") whose values a trace's hover text shows as money in `currency`:
+    the axis value itself, or a customdata column that holds the axis value rounded to the
+    currency's minor unit (a log axis places each point at its exact cost)."""
+    half = float(Currency(currency).quantum) / 2
     found = set()
     for trace in fig.data:
+        template = trace.hovertemplate or ""
         for axis in ("x", "y"):
-            if re.search(rf"%\{{{axis}[^}}]*\}} {re.escape(currency)}", trace.hovertemplate or ""):
+            if re.search(rf"%\{{{axis}[^}}]*\}} {re.escape(currency)}", template):
                 found.add(axis)
+        for column in re.findall(rf"%\{{customdata\[(\d+)\][^}}]*\}} {re.escape(currency)}", template):
+            shown = [row[int(column)] for row in trace.customdata]
+            for axis in ("x", "y"):
+                values = getattr(trace, axis)
+                if values is not None and len(values) == len(shown) and all(
+                        isinstance(s, float) and isinstance(v, float) and abs(s - v) <= half + 1e-9
+                        for s, v in zip(shown, values)):
+                    found.add(axis)
     return found
 
 
