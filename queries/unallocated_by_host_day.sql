@@ -18,14 +18,10 @@ WITH ledger AS (
     -- admin report counts it: the unallocated bucket and any share of it charged to projects),
     -- and the tenths of all capacity
     SELECT day, gpu_model,
-           coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'
-                                        AND (bucket = 'unallocated' OR allocation = 'unallocated share')), 0)
-               AS cents,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated' OR allocation = 'unallocated share'), 0)
-               AS unallocated_tenths,
+           coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu' AND unallocated), 0) AS cents,
+           coalesce(sum(gpu_hours) FILTER (WHERE unallocated), 0) AS unallocated_tenths,
            coalesce(sum(gpu_hours), 0) AS capacity_tenths
-    FROM ledger_charges
-    WHERE month = $month
+    FROM ledger_lines($month, NULL)  -- the month's ledger rows (sql/macros.sql)
     GROUP BY day, gpu_model
 ),
 amounts AS (

@@ -100,6 +100,37 @@ def test_proportional_keeps_shares_apart_in_the_reports(proportional):
     assert cards["total_cents"] == D("2.00") and cards["share_cents"] == D("0.67")
 
 
+def test_the_ledgers_readers_see_an_audiences_rows_and_capacity_nobody_held_alike(proportional):
+    """ledger_lines and ledger_jobs (sql/macros.sql), which every document reads the ledger
+    through: the admin sees every row, a project only its own (usage and share), and
+    `unallocated`/`shared` say what yolocost.ledger means by them. The figures are the ones
+    worked out above: 5.08 in all, 2.00 of it capacity nobody held, 1.50 of that shared; p2
+    own use 1.08 (j3 1.00, j4 0.08) plus 0.83 of shares."""
+    con = __import__("duckdb").connect(str(proportional.path), read_only=True)
+    try:
+        every = con.execute("SELECT bucket, project, allocation, cost, unallocated, shared "
+                            "FROM ledger_lines('2026-03', NULL)").fetchall()
+        stored = con.execute("SELECT count(*) FROM ledger_charges WHERE month = '2026-03'").fetchone()[0]
+        p2 = con.execute("SELECT bucket, project, cost, shared FROM ledger_lines('2026-03', 'p2')").fetchall()
+        p2_jobs = con.execute("SELECT job_id, bucket, project, cost FROM ledger_jobs(?, ?) ORDER BY job_id",
+                              ["2026-03", "p2"]).fetchall()
+        every_job = con.execute("SELECT count(*) FROM ledger_jobs('2026-03', NULL)").fetchone()[0]
+        other_month = con.execute("SELECT count(*) FROM ledger_lines('2026-02', NULL)").fetchone()[0]
+    finally:
+        con.close()
+    assert len(every) == stored and other_month == 0
+    for bucket, _, allocation, _, unallocated, shared in every:
+        assert shared == (allocation == ledger.SHARE)
+        assert unallocated == (bucket == "unallocated" or allocation == ledger.SHARE)
+    assert sum(r[3] for r in every) == D("5.08")
+    assert sum(r[3] for r in every if r[4]) == D("2.00")
+    assert sum(r[3] for r in every if r[5]) == D("1.50")
+    assert {(b, p) for b, p, _, _ in p2} == {("project", "p2")}
+    assert sum(r[2] for r in p2 if not r[3]) == D("1.08") and sum(r[2] for r in p2 if r[3]) == D("0.83")
+    assert p2_jobs == [("j3", "project", "p2", D("1.00")), ("j4", "project", "p2", D("0.08"))]
+    assert every_job == 4
+
+
 def test_none_charges_unallocated_capacity_to_no_project(built_db):
     """The default: the 2.00 nobody held stays in '(unallocated)', no share rows."""
     db = built_db(USAGE, jobs=JOBS, prices=PRICES)

@@ -84,6 +84,7 @@ import datetime as dt
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -147,7 +148,7 @@ class MonthCents:
     cluster: str
     timezone: str
     currency: str
-    rows: tuple[ledger.Charge, ...]
+    rows: tuple[ledger.StoredCharge, ...]
     image_tags: dict[tuple, str]
     projects: dict[str, Decimal]
     total: Decimal
@@ -212,7 +213,7 @@ def month_cents(con: duckdb.DuckDBPyConnection, month: str) -> MonthCents:
                       {k: v.quantize(quantum) for k, v in projects.items()}, total.quantize(quantum), exact_total)
 
 
-def _stored(con: duckdb.DuckDBPyConnection, month: str) -> list[ledger.Charge]:
+def _stored(con: duckdb.DuckDBPyConnection, month: str) -> list[ledger.StoredCharge]:
     with db.models_needed("the finance export"):
         return ledger.stored(con, month)
 
@@ -386,7 +387,7 @@ def origin_charge_id(row: ledger.Charge) -> str:
     return f"{row.day.isoformat()}/{row.charge_kind}/{row.gpu_model}/{row.sku_price_id}"
 
 
-def allocated_ratios(rows: list[ledger.Charge]) -> list[Decimal]:
+def allocated_ratios(rows: Sequence[ledger.Charge]) -> list[Decimal]:
     """Each row's AllocatedRatio of its origin charge: its quantity (held GPU-hours, kWh) over
     the origin's, to RATIO_PLACES decimals by largest remainder so the ratios add up to
     exactly 1 (a charge without any quantity is shared equally)."""

@@ -28,6 +28,11 @@ row's cents: yolocost.money.distribute), as separate rows with allocation 'unall
 in each project's bucket (never mixed into its own usage); a day and model no project held
 stays unallocated. Totals do not change: the rows of a month still add up to the month's
 capacity and energy cost.
+
+Documents read the ledger through two table macros (sql/macros.sql): `ledger_lines(month,
+project)` (ledger_charges) and `ledger_jobs(month, project)` (ledger_job_month), which pick an
+audience's rows (every row, or one project's own) and say once what counts as capacity
+nobody held (`unallocated`) and as a share of it (`shared`).
 """
 
 from __future__ import annotations
@@ -127,14 +132,18 @@ class Charge:
     jobs: int
 
     @property
-    def density(self) -> float | None:
-        """Busy seconds / present seconds of the held time behind the row."""
-        return float(self.seconds_busy / self.seconds_present) if self.seconds_present else None
-
-    @property
     def sort_key(self) -> tuple:
         return (BUCKET_ORDER.get(self.bucket, 9), self.bucket, self.project, self.allocation,
                 KIND_ORDER[self.charge_kind], self.gpu_model, self.day, self.sku_price_id)
+
+
+@dataclass(frozen=True)
+class StoredCharge(Charge):
+    """A ledger_charges row as stored, with the effective compute density of the held time
+    behind it as the database's density() macro computes it (sql/macros.sql: the one
+    definition the marts, the named queries and the reports use too)."""
+
+    density: float | None
 
 
 @dataclass(frozen=True)
@@ -291,31 +300,30 @@ def _charges(con: duckdb.DuckDBPyConnection, month: str) -> list[Charge]:
     return [Charge(*r) for r in found]
 
 
-def stored(con: duckdb.DuckDBPyConnection, month: str) -> list[Charge]:
-    """The ledger_charges rows of one month as stored (in no particular order)."""
-    found = con.execute(f"SELECT {', '.join(CHARGE_COLUMNS)} FROM ledger_charges WHERE month = ?", [month]).fetchall()
-    return [Charge(*r) for r in found]
+def stored(con: duckdb.DuckDBPyConnection, month: str) -> list[StoredCharge]:
+    """The ledger_charges rows of one month as stored (in no particular order), each with its density."""
+    found = con.execute(f"""
+        SELECT {', '.join(CHARGE_COLUMNS)}, density(seconds_busy, seconds_present)
+        FROM ledger_charges WHERE month = ?""", [month]).fetchall()
+    return [StoredCharge(*r) for r in found]
 
 
 # A month's totals as every document prints them: capacity nobody held counts whatever share
 # of it the "proportional" policy charged to projects (the admin report's "Unallocated
 # capacity"); GPU-hours held by jobs are own use of labelled and unlabeled jobs.
-MONTH_TOTALS = f"""
+MONTH_TOTALS = """
     SELECT coalesce(sum(cost), 0) AS total,
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
-           coalesce(sum(cost) FILTER (WHERE bucket = 'unallocated' OR allocation = '{SHARE}'), 0)
-               AS unallocated_cost,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket = 'unallocated' OR allocation = '{SHARE}'), 0)
-               AS unallocated_gpu_hours,
-           coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cost,
+           coalesce(sum(cost) FILTER (WHERE unallocated), 0) AS unallocated_cost,
+           coalesce(sum(gpu_hours) FILTER (WHERE unallocated), 0) AS unallocated_gpu_hours,
+           coalesce(sum(cost) FILTER (WHERE shared), 0) AS share_cost,
            coalesce(sum(gpu_hours), 0) AS capacity_gpu_hours,
-           coalesce(sum(gpu_hours) FILTER (WHERE bucket <> 'unallocated' AND allocation = '{USAGE}'), 0)
-               AS held_gpu_hours,
+           coalesce(sum(gpu_hours) FILTER (WHERE NOT unallocated), 0) AS held_gpu_hours,
            coalesce(sum(idle_cost), 0) AS idle_cost,
            coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
            count(*) AS rows
-    FROM ledger_charges WHERE month = ?"""
+    FROM ledger_lines(?, NULL)"""
 
 
 def month_totals(con: duckdb.DuckDBPyConnection, month: str) -> dict | None:

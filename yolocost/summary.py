@@ -26,11 +26,11 @@ _LEDGER_PROJECTS = """
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
            coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
            coalesce(sum(cost), 0) AS cost,
-           coalesce(sum(cost) FILTER (WHERE allocation = 'unallocated share'), 0) AS share_cost,
+           coalesce(sum(cost) FILTER (WHERE shared), 0) AS share_cost,
            coalesce(sum(idle_cost), 0) AS idle_cost,
-           coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
+           coalesce(sum(gpu_hours) FILTER (WHERE NOT shared), 0) AS gpu_hours,
            coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours
-    FROM ledger_charges WHERE month = ?
+    FROM ledger_lines(?, NULL)
     GROUP BY bucket, project
     ORDER BY bucket = 'project' DESC, bucket = 'unallocated', cost DESC, project"""
 

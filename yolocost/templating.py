@@ -31,6 +31,12 @@ def percent(value, digits: int = 1) -> str:
     return "" if value is None else f"{float(value) * 100:.{digits}f} %"
 
 
+def cell(value):
+    """The `| cell` filter: a table cell the template formatted, as printed in the HTML table
+    and in the PDF's listing alike (yolocost.report.listing.listed): None prints empty."""
+    return "" if value is None else value
+
+
 SHIPPED = "yolocost/"  # the prefix that names a shipped template, past any override
 
 
@@ -60,7 +66,7 @@ def environment(user_dir: Path | None = None, currency: str = "") -> jinja2.Envi
             raise ValueError(f"| money({code!r}): this report's amounts are in {shown.code or 'no currency'}")
         return money(value, shown, with_code=bool(code))
 
-    env.filters.update(money=money_filter, number=number, percent=percent)
+    env.filters.update(money=money_filter, number=number, percent=percent, cell=cell)
     return env
 
 

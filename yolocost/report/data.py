@@ -3,8 +3,9 @@
 One function per section (sections.py names each section's reader: one of these, or of a
 module of its own: trend.py, waste.py, tags.py, ...). Each takes an open read-only
 connection, the month and the audience's project (None = the admin report, all projects)
-and filters in SQL: a project report's rows come from `WHERE project = ? AND bucket =
-'project'`, so no other project's row is ever read into it.
+and filters in SQL: a project report's rows come from `project = ? AND bucket = 'project'`
+(the ledger's through its readers ledger_lines and ledger_jobs, sql/macros.sql; the marts'
+through reading.scope), so no other project's row is ever read into it.
 
 Every billed money figure and GPU-hour figure is a value of the cent ledger
 (yolocost.ledger: ledger_charges, ledger_job_month) or a sum of such values: so a figure has
@@ -27,7 +28,7 @@ from .. import ledger, money, queries, whatif
 from ..money import Currency
 from ..monthstr import Month
 from ..monthstr import check_month as check_month  # the reports check their month here (report/__init__)
-from .reading import (NOBODY, SHARE, change_text, dec, local_time, minor_shares, project_sums, query_rows,
+from .reading import (change_text, dec, local_time, minor_shares, project_sums, query_rows,
                       rows, scope, stable)
 from .trend import comparison
 
@@ -61,10 +62,9 @@ def printed_totals(con, month: str, project: str | None = None) -> dict[str, Dec
     capacity; the finance CSV's rows of that SubAccountId add up to it), keyed like
     mart_project_month.project; {} for a month without data. With `project`, only that
     project's entry."""
-    where, params = ("", []) if project is None else (" AND project = ? AND bucket = 'project'", [project])
-    return {r["project"]: r["cents"] for r in rows(con, f"""
-        SELECT project, sum(cost) AS cents FROM ledger_charges WHERE month = ?{where}
-        GROUP BY project ORDER BY project""", [month, *params])}
+    return {r["project"]: r["cents"] for r in rows(con, """
+        SELECT project, sum(cost) AS cents FROM ledger_lines(?, ?)
+        GROUP BY project ORDER BY project""", [month, project])}
 
 
 # the admin headline's figures by the names of yolocost.ledger.month_totals
@@ -113,8 +113,8 @@ def headline(con, month: str, project: str | None, currency: Currency) -> dict:
             own = {k: v for k, v in own.items() if k != "month"}
             extra = rows(con, """
                 SELECT p.density, p.jobs, p.users,
-                       (SELECT sum(cost) FROM ledger_charges WHERE month = ?) AS cluster_cents,
-                       (SELECT sum(gpu_hours) FROM ledger_charges WHERE month = ?) AS capacity_gpu_hours
+                       (SELECT sum(cost) FROM ledger_lines(?, NULL)) AS cluster_cents,
+                       (SELECT sum(gpu_hours) FROM ledger_lines(?, NULL)) AS capacity_gpu_hours
                 FROM mart_project_month AS p WHERE p.month = ? AND p.project = ? AND p.bucket = 'project'""",
                 [m, m, m, project])
             found[m] = {**own, **(extra[0] if extra else {"density": None, "jobs": 0, "users": 0,
@@ -151,16 +151,16 @@ def daily(con, month: str, project: str | None) -> dict:
     """Cost per local day, stacked by project bucket (admin; capacity nobody held as one
     series, whatever share of it was charged to projects) or by GPU model (a project's own use)."""
     if project is None:
-        found = rows(con, f"""
-            SELECT day, CASE WHEN {NOBODY} THEN '(unallocated)' ELSE project END AS series,
-                   CASE WHEN {NOBODY} THEN 'unallocated' ELSE bucket END AS bucket,
+        found = rows(con, """
+            SELECT day, CASE WHEN unallocated THEN '(unallocated)' ELSE project END AS series,
+                   CASE WHEN unallocated THEN 'unallocated' ELSE bucket END AS bucket,
                    sum(cost) AS cost, sum(gpu_hours) AS gpu_hours
-            FROM ledger_charges WHERE month = ? GROUP BY ALL ORDER BY day, bucket, series""", [month])
+            FROM ledger_lines(?, NULL) GROUP BY ALL ORDER BY day, bucket, series""", [month])
         label = "project"
     else:
         found = rows(con, """
             SELECT day, gpu_model AS series, sum(cost) AS cost, sum(gpu_hours) AS gpu_hours
-            FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'usage'
+            FROM ledger_lines(?, ?) WHERE NOT shared
             GROUP BY ALL ORDER BY day, series""", [month, project])
         label = "GPU model"
     for r in found:
@@ -173,11 +173,11 @@ def daily(con, month: str, project: str | None) -> dict:
 
 
 # a bucket's ledger sums: own use (GPU, energy), the share of unallocated capacity, hours, idle
-_LEDGER_SUMS = f"""
-    coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu' AND allocation = 'usage'), 0) AS gpu_cost,
-    coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy' AND allocation = 'usage'), 0) AS energy_cost,
-    coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
-    coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
+_LEDGER_SUMS = """
+    coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu' AND NOT shared), 0) AS gpu_cost,
+    coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy' AND NOT shared), 0) AS energy_cost,
+    coalesce(sum(cost) FILTER (WHERE shared), 0) AS share_cents,
+    coalesce(sum(gpu_hours) FILTER (WHERE NOT shared), 0) AS gpu_hours,
     coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours,
     coalesce(sum(idle_cost), 0) AS idle_cost"""
 
@@ -189,11 +189,11 @@ def _bucket_sums(con, month: str) -> list[dict]:
     share to 0, billed (cost + share) to the month's total."""
     found = rows(con, f"""
         SELECT project, bucket, {_LEDGER_SUMS}
-        FROM ledger_charges WHERE month = ? AND allocation = 'usage' AND bucket <> 'unallocated'
+        FROM ledger_lines(?, NULL) WHERE NOT unallocated
         GROUP BY project, bucket
         UNION ALL
         SELECT project, 'project', 0, 0, sum(cost), 0, 0, 0
-        FROM ledger_charges WHERE month = ? AND allocation = '{SHARE}' GROUP BY project""", [month, month])
+        FROM ledger_lines(?, NULL) WHERE shared GROUP BY project""", [month, month])
     merged: dict[tuple, dict] = {}
     for r in found:
         key = (r["project"], r["bucket"])
@@ -202,14 +202,14 @@ def _bucket_sums(con, month: str) -> list[dict]:
                 merged[key][k] += r[k]
         else:
             merged[key] = r
-    nobody = rows(con, f"""
+    nobody = rows(con, """
         SELECT '(unallocated)' AS project, 'unallocated' AS bucket,
                coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
                coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
-               -coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
+               -coalesce(sum(cost) FILTER (WHERE shared), 0) AS share_cents,
                coalesce(sum(gpu_hours), 0) AS gpu_hours, NULL AS idle_gpu_hours, NULL AS idle_cost,
                count(*) AS n
-        FROM ledger_charges WHERE month = ? AND {NOBODY}""", [month])[0]
+        FROM ledger_lines(?, NULL) WHERE unallocated""", [month])[0]
     out = list(merged.values())
     if nobody.pop("n"):
         out.append(nobody)
@@ -244,14 +244,13 @@ BUCKET_RANK = {"project": 0, "unlabeled": 1, "unallocated": 2}
 
 # a job-month's ledger figures joined to its labels
 _JOBS = """
-    FROM ledger_job_month AS l
+    FROM ledger_jobs(?, ?) AS l
     JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id"""
 
 
 def users(con, month: str, project: str | None) -> list[dict]:
     """Cost per user (x project for the admin): sums of the ledger's job cents, so the rows of
     a project add up to its own-usage cost."""
-    where, params = scope(project, "l")
     return rows(con, f"""
         SELECT l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, count(*) AS jobs,
                sum(l.gpu_hours) AS gpu_hours,
@@ -259,26 +258,25 @@ def users(con, month: str, project: str | None) -> list[dict]:
                sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost,
                sum(l.gpu_cost) AS gpu_cost, sum(l.energy_cost) AS energy_cost, sum(l.cost) AS cents
         {_JOBS}
-        WHERE l.month = ?{where}
         GROUP BY l.project, l.bucket, m.user_name
-        ORDER BY cents DESC, l.project, user_name""", [month, *params])
+        ORDER BY cents DESC, l.project, user_name""", [month, project])
 
 
 def gpu_models(con, month: str, project: str | None) -> list[dict]:
     """Admin: capacity, held and unallocated time and cost per GPU model. A project: its own
     GPU-hours and cost per model. Ledger sums: held + unallocated GPU cost + energy = cost."""
     if project is None:
-        found = rows(con, f"""
+        found = rows(con, """
             SELECT l.gpu_model, any_value(g.gpus) AS gpus, sum(l.gpu_hours) AS capacity_gpu_hours,
-                   coalesce(sum(l.gpu_hours) FILTER (WHERE NOT {NOBODY}), 0) AS attributed_gpu_hours,
-                   coalesce(sum(l.gpu_hours) FILTER (WHERE {NOBODY}), 0) AS unallocated_gpu_hours,
+                   coalesce(sum(l.gpu_hours) FILTER (WHERE NOT l.unallocated), 0) AS attributed_gpu_hours,
+                   coalesce(sum(l.gpu_hours) FILTER (WHERE l.unallocated), 0) AS unallocated_gpu_hours,
                    any_value(g.attributed_density) AS density,
-                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND NOT {NOBODY}), 0) AS attributed_cost,
-                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND {NOBODY}), 0) AS unallocated_cost,
+                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND NOT l.unallocated), 0) AS attributed_cost,
+                   coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu' AND l.unallocated), 0) AS unallocated_cost,
                    coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'energy'), 0) AS energy_cost,
                    sum(l.cost) AS cents
-            FROM ledger_charges AS l JOIN mart_gpu_model_month AS g USING (month, gpu_model)
-            WHERE l.month = ? GROUP BY l.gpu_model ORDER BY cents DESC, l.gpu_model""", [month])
+            FROM ledger_lines(?, NULL) AS l JOIN mart_gpu_model_month AS g USING (month, gpu_model)
+            GROUP BY l.gpu_model ORDER BY cents DESC, l.gpu_model""", [month])
     else:
         found = rows(con, """
             SELECT gpu_model, sum(gpu_hours) AS gpu_hours, sum(idle_gpu_hours) AS idle_gpu_hours,
@@ -286,22 +284,20 @@ def gpu_models(con, month: str, project: str | None) -> list[dict]:
                    coalesce(sum(cost) FILTER (WHERE charge_kind = 'gpu'), 0) AS gpu_cost,
                    coalesce(sum(cost) FILTER (WHERE charge_kind = 'energy'), 0) AS energy_cost,
                    sum(cost) AS cents
-            FROM ledger_charges WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'usage'
+            FROM ledger_lines(?, ?) WHERE NOT shared
             GROUP BY gpu_model ORDER BY cents DESC, gpu_model""", [month, project])
     return found
 
 
 def image_tags(con, month: str, project: str | None) -> dict:
     """Spend, density and idle waste per container image tag (sums of the ledger's job cents)."""
-    where, params = scope(project, "l")
     found = rows(con, f"""
         SELECT m.image_tag, m.tag_status, count(*) AS jobs, count(DISTINCT l.project) AS projects,
                sum(l.gpu_hours) AS gpu_hours,
                density(sum(m.seconds_busy), sum(m.seconds_present)) AS density,
                sum(l.idle_gpu_hours) AS idle_gpu_hours, sum(l.idle_cost) AS idle_cost, sum(l.cost) AS cents
         {_JOBS}
-        WHERE l.month = ?{where}
-        GROUP BY m.image_tag, m.tag_status ORDER BY cents DESC, m.image_tag""", [month, *params])
+        GROUP BY m.image_tag, m.tag_status ORDER BY cents DESC, m.image_tag""", [month, project])
     return _top_with_rest(found)
 
 
@@ -324,13 +320,11 @@ def _top_with_rest(found: list[dict], top: int = TOP) -> dict:
 
 def density(con, month: str, project: str | None) -> dict:
     """Jobs per band of effective compute density (0-10 %, ..., 90-100 %), ledger sums."""
-    where, params = scope(project, "l")
     found = rows(con, f"""
         SELECT least(CAST(floor(coalesce(m.density, 0) * {DENSITY_BINS}) AS INTEGER), {DENSITY_BINS - 1}) AS bin,
                count(*) AS jobs, sum(l.gpu_hours) AS gpu_hours, sum(l.cost) AS cents, sum(l.idle_cost) AS idle_cost
         {_JOBS}
-        WHERE l.month = ?{where}
-        GROUP BY bin ORDER BY bin""", [month, *params])
+        GROUP BY bin ORDER BY bin""", [month, project])
     by_bin = {r["bin"]: r for r in found}
     step = 100 // DENSITY_BINS
     bins = []
@@ -350,21 +344,19 @@ def density(con, month: str, project: str | None) -> dict:
                -- density / 50 % of the GPU-hours
                coalesce(sum(CAST(l.cost AS DOUBLE) * (1 - coalesce(m.density, 0) / 0.5))
                             FILTER (WHERE m.density < 0.5), 0) AS low_saving
-        {_JOBS}
-        WHERE l.month = ?{where}""", [month, *params])[0]
+        {_JOBS}""", [month, project])[0]
     return {"bins": bins, **summary}
 
 
 def idle_waste(con, month: str, project: str | None) -> dict:
     """The jobs with the most idle cost, and idle waste per project (admin) or per user: ledger
     values, the same cents as the project, user and job tables."""
-    where, params = scope(project, "l")
     jobs = rows(con, f"""
         SELECT l.job_id, l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, m.model_type,
                m.image_tag, m.gpu_models, m.gpus, l.gpu_hours, l.idle_gpu_hours, l.idle_cost, m.density, l.cost
         {_JOBS}
-        WHERE l.month = ? AND l.idle_cost > 0{where}
-        ORDER BY l.idle_cost DESC, l.idle_gpu_hours DESC, l.job_id LIMIT {TOP}""", [month, *params])
+        WHERE l.idle_cost > 0
+        ORDER BY l.idle_cost DESC, l.idle_gpu_hours DESC, l.job_id LIMIT {TOP}""", [month, project])
     if project is None:
         groups = [{"name": r["project"], "bucket": r["bucket"], "idle_gpu_hours": r["idle_gpu_hours"],
                    "idle_cents": r["idle_cost"], "gpu_hours": r["gpu_hours"],
@@ -506,14 +498,13 @@ def policies(con, month: str, project: str | None, timezone: str, currency: Curr
 
 def tag_violations(con, month: str, project: str | None) -> dict:
     """Spend on image tags that break the tag policy, per status and per job (the ledger's job cents)."""
-    where, params = scope(project, "l")
-    found = rows(con, f"""
+    found = rows(con, """
         SELECT v.job_id, l.project, l.bucket, coalesce(v.user_name, '(no user)') AS user_name,
                v.image_tag, v.tag_status, v.image_digest, l.gpu_hours, l.cost
         FROM mart_tag_violations AS v
-        JOIN ledger_job_month AS l ON l.month = v.month AND l.job_id = v.job_id
-        WHERE v.month = ?{where}
-        ORDER BY l.cost DESC, v.job_id""", [month, *params])
+        JOIN ledger_jobs(?, ?) AS l ON l.month = v.month AND l.job_id = v.job_id
+        WHERE v.month = ?
+        ORDER BY l.cost DESC, v.job_id""", [month, project, month])
     statuses: dict[str, dict] = {}
     for r in found:
         s = statuses.setdefault(r["tag_status"], {"status": r["tag_status"], "jobs": 0, "gpu_hours": Decimal(0),
@@ -533,18 +524,18 @@ def unallocated(con, month: str, currency: Currency) -> dict:
     model's unallocated GPU cents and tenths of GPU-hours shared over its hosts by their exact
     amounts in mart_host_day, day by day as the named query unallocated_by_host_day does, so the
     hosts add up to the models' GPU columns and to that query)."""
-    models = rows(con, f"""
+    models = rows(con, """
         SELECT l.gpu_model, any_value(g.gpus) AS gpus, any_value(c.capacity_gpu_hours) AS capacity_gpu_hours,
                sum(l.gpu_hours) AS unallocated_gpu_hours,
                coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'gpu'), 0) AS gpu_cost,
                coalesce(sum(l.cost) FILTER (WHERE l.charge_kind = 'energy'), 0) AS energy_cost,
-               coalesce(sum(l.cost) FILTER (WHERE l.allocation = '{SHARE}'), 0) AS shared_cents,
+               coalesce(sum(l.cost) FILTER (WHERE l.shared), 0) AS shared_cents,
                sum(l.cost) AS cents
-        FROM ledger_charges AS l
+        FROM ledger_lines(?, NULL) AS l
         JOIN mart_gpu_model_month AS g USING (month, gpu_model)
-        JOIN (SELECT gpu_model, sum(gpu_hours) AS capacity_gpu_hours FROM ledger_charges
-              WHERE month = ? GROUP BY gpu_model) AS c USING (gpu_model)
-        WHERE l.month = ? AND {NOBODY}
+        JOIN (SELECT gpu_model, sum(gpu_hours) AS capacity_gpu_hours FROM ledger_lines(?, NULL)
+              GROUP BY gpu_model) AS c USING (gpu_model)
+        WHERE l.unallocated
         GROUP BY l.gpu_model ORDER BY cents DESC, l.gpu_model""", [month, month])
     for m in models:
         m["unallocated_gpu_hours"] = m["unallocated_gpu_hours"] or Decimal("0.0")

@@ -164,9 +164,8 @@ SQL = """
 SELECT l.job_id, l.project, l.bucket, coalesce(m.user_name, '(no user)') AS user_name, m.model_type,
        m.gpu_models, m.mem_peak_mib, m.gpu_seconds, m.seconds_present, m.last_interval, m.gpu_cost AS exact_gpu_cost,
        m.gpus, l.gpu_hours, l.cost
-FROM ledger_job_month AS l
-JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id
-WHERE l.month = ?{where}"""
+FROM ledger_jobs(?, ?) AS l
+JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id"""
 
 
 def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | None, currency: Currency,
@@ -175,9 +174,8 @@ def jobs_that_fit(con: duckdb.DuckDBPyConnection, month: str, project: str | Non
     largest saving first: the first `top` as `rows`, the rest summed as `other` (or None), and
     `jobs`, `gpu_hours` and `saving` of them all (sums of the rows' tenths and cents) and the
     rule's margin."""
-    where, params = ("", []) if project is None else (" AND l.project = ? AND l.bucket = 'project'", [project])
     book = PriceBook(con)  # before the jobs' query: a query on the connection ends the one before
-    cur = con.execute(SQL.format(where=where), [month, *params])
+    cur = con.execute(SQL, [month, project])
     names = [d[0] for d in cur.description]
     found = []
     for values in cur.fetchall():

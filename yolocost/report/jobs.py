@@ -53,17 +53,14 @@ SELECT l.job_id, m.user_name, m.model_type, m.gpu_models, m.image_tag, m.tag_sta
        l.gpu_cost, l.energy_cost, l.idle_cost, l.cost, j.map50, j.map50_95,
        m.mem_peak_mib, m.gpu_seconds, m.last_interval, m.gpu_cost AS exact_gpu_cost, m.gpus,
        density(sum(m.seconds_busy) OVER (), sum(m.seconds_present) OVER ()) AS all_jobs_density
-FROM ledger_job_month AS l
+FROM ledger_jobs(?, ?) AS l
 JOIN mart_job_month AS m
-  ON m.month = l.month AND m.job_id = l.job_id AND m.project = ? AND m.bucket = 'project'
+  ON m.month = l.month AND m.job_id = l.job_id AND m.project = l.project AND m.bucket = 'project'
 LEFT JOIN mart_job_by_month AS j
-  ON j.month = l.month AND j.job_id = l.job_id AND j.project = ? AND j.bucket = 'project'
-WHERE l.month = ? AND l.project = ? AND l.bucket = 'project'
+  ON j.month = l.month AND j.job_id = l.job_id AND j.project = l.project AND j.bucket = 'project'
 ORDER BY l.cost DESC, l.job_id"""
 
-SHARE_SQL = """
-SELECT sum(cost) FROM ledger_charges
-WHERE month = ? AND project = ? AND bucket = 'project' AND allocation = 'unallocated share'"""
+SHARE_SQL = "SELECT sum(cost) FROM ledger_lines(?, ?) WHERE shared"
 
 
 def _minor(value: Any, places: int) -> Decimal:
@@ -89,7 +86,7 @@ def job_table(con: duckdb.DuckDBPyConnection, month: str, project: str, timezone
     places = shown.places
     tz = ZoneInfo(timezone)
     book = gpufit.PriceBook(con)  # before the jobs' query: a query on the connection ends the one before
-    cur = con.execute(SQL, [project, project, month, project])
+    cur = con.execute(SQL, [month, project])
     names = [d[0] for d in cur.description]
     jobs = []
     all_jobs_density = None

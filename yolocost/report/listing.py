@@ -27,6 +27,7 @@ from typing import Sequence
 
 from ..money import Currency
 from ..tables import display_width
+from .. import templating
 
 FONT = "Noto Sans Mono CJK SC"  # print.css's pre.listing font
 
@@ -133,9 +134,9 @@ def listed(header: Sequence[str], rows: Sequence[Sequence[str]], total: Sequence
     """For a section template (`listed` in its context, used by the `grid` macro): a long
     table whose cells the template formatted with its own filters, as a listing on portrait
     A4; its first `text_columns` columns are text (left-aligned), the others figures
-    (right-aligned). A None cell prints empty."""
+    (right-aligned). A None cell prints empty (yolocost.templating.cell, as in the HTML table)."""
     def cells(row: Sequence) -> list[str]:
-        return ["" if v is None else str(v) for v in row]
+        return [str(templating.cell(v)) for v in row]
 
     return aligned(header, [cells(r) for r in rows], cells(total) if total else None,
                    frozenset(header[text_columns:]), PORTRAIT, heading_pt, marks)

@@ -50,12 +50,11 @@ def _periods(con, sql: str, first: dt.date, last: dt.date) -> dict[str, dict]:
 
 
 def _billed(con, month: str, kind: str, project: str | None) -> list[dict[str, Any]]:
-    where, params = ("", []) if project is None else (" AND bucket = 'project' AND project = ?", [project])
     cur = con.execute(f"""
         SELECT sku_price_id, {'gpu_model' if kind == 'gpu' else "''"} AS gpu_model, allocation,
                any_value(unit_price), sum(quantity), sum(cost), sum(gpu_hours)
-        FROM ledger_charges WHERE month = ? AND charge_kind = ?{where}
-        GROUP BY ALL ORDER BY ALL""", [month, kind, *params])
+        FROM ledger_lines(?, ?) WHERE charge_kind = ?
+        GROUP BY ALL ORDER BY ALL""", [month, project, kind])
     names = ("sku_price_id", "gpu_model", "allocation", "unit_price", "quantity", "cost", "gpu_hours")
     return [dict(zip(names, r)) for r in cur.fetchall()]
 

@@ -1,7 +1,8 @@
 """How the report sections read the database: the helpers data.py's sections and trend.py share.
 
 Rows come back as dicts with floats to 10 significant digits (stable between runs), an
-audience's rows are picked in SQL (`scope`), amounts that are no charge are rounded to the
+audience's rows are picked in SQL (the ledger's by ledger_lines and ledger_jobs, sql/macros.sql;
+the marts' by `scope`), amounts that are no charge are rounded to the
 currency's minor unit with the largest remainder (`minor_shares`), and a project's ledger
 sums per month (`project_sums`) feed both its headline and its trend; a section that shows
 a named query's rows runs it for the audience (`query_rows`). Kept apart from
@@ -17,12 +18,9 @@ from zoneinfo import ZoneInfo
 
 import duckdb
 
-from .. import ledger, money, months, queries
+from .. import money, months, queries
 from ..errors import YolocostError
 
-SHARE = ledger.SHARE
-# capacity nobody held: the unallocated bucket, and what the "proportional" policy charged of it to projects
-NOBODY = f"(bucket = 'unallocated' OR allocation = '{SHARE}')"
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence = ()) -> list[dict[str, Any]]:
@@ -83,17 +81,20 @@ def project_sums(con, months: Sequence[str], project: str) -> dict[str, dict]:
     """A project's ledger sums per month, from its own rows only: own use (`total_cents`), its
     share of unallocated capacity, what it is billed, GPU-hours, idle waste and energy cost.
     Months it held no GPU in are absent."""
-    marks = ", ".join("?" for _ in months)
-    return {r["month"]: r for r in rows(con, f"""
-        SELECT month,
-               coalesce(sum(cost) FILTER (WHERE allocation = 'usage'), 0) AS total_cents,
-               coalesce(sum(cost) FILTER (WHERE allocation = '{SHARE}'), 0) AS share_cents,
-               sum(cost) AS billed_cents,
-               coalesce(sum(gpu_hours) FILTER (WHERE allocation = 'usage'), 0) AS gpu_hours,
-               coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost,
-               coalesce(sum(cost) FILTER (WHERE allocation = 'usage' AND charge_kind = 'energy'), 0) AS energy_cost
-        FROM ledger_charges WHERE month IN ({marks}) AND project = ? AND bucket = 'project'
-        GROUP BY month""", [*months, project])}
+    out = {}
+    for month in months:
+        found = rows(con, """
+            SELECT month,
+                   coalesce(sum(cost) FILTER (WHERE NOT shared), 0) AS total_cents,
+                   coalesce(sum(cost) FILTER (WHERE shared), 0) AS share_cents,
+                   sum(cost) AS billed_cents,
+                   coalesce(sum(gpu_hours) FILTER (WHERE NOT shared), 0) AS gpu_hours,
+                   coalesce(sum(idle_gpu_hours), 0) AS idle_gpu_hours, coalesce(sum(idle_cost), 0) AS idle_cost,
+                   coalesce(sum(cost) FILTER (WHERE NOT shared AND charge_kind = 'energy'), 0) AS energy_cost
+            FROM ledger_lines(?, ?) GROUP BY month""", [month, project])
+        if found:
+            out[month] = found[0]
+    return out
 
 
 # the named query's test for "every project"; a project's report drops it (see scoped_query)

@@ -25,8 +25,10 @@ WeasyPrint's own drawing.
 
 from __future__ import annotations
 
+import html
 import re
 import sys
+from collections.abc import Mapping
 from math import inf
 from typing import Any, Callable, cast
 
@@ -38,10 +40,34 @@ _PER_LETTER = ("dx", "dy", "rotate", "textLength", "letter-spacing", "display-an
                "alignment-baseline", "direction")
 # a text as matplotlib writes it, with its anchor in its style
 _ANCHORED = re.compile(r'<text style="([^"]*?)text-anchor: (middle|end);? ?([^"]*)"([^>]*)>([^<]*)</text>')
-# in a text's opening tag: one of those as a style property or an attribute, or an x or y list
-_NOT_PLAIN_TAG = re.compile(r'(?:^|[\s;"])(?:' + "|".join(re.escape(name) for name in _PER_LETTER)
-                            + r')\s*[:=]|\s[xy]="[^"]*[\s,][^"]*"')
-_LINE_SEPARATOR = re.compile("[\u2028\u2029]|&#(?:x2028|x2029|8232|8233);", re.I)  # in its characters
+_ATTRIBUTE = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')  # in an opening tag
+_PROPERTY = re.compile(r'\s*([\w-]+)\s*:\s*([^;]*)')  # in a style attribute
+
+
+def plain(attributes: Mapping[str, str], text: str) -> bool:
+    """Whether a text is one WeasyPrint may draw whole: none of the `_PER_LETTER` names as an
+    attribute or style property, one x and one y at most, no line separator in its characters.
+    The one rule both `prepare()` (on the SVG's markup) and the drawing (on the node WeasyPrint
+    parsed) apply, so that a text keeps its anchor exactly where the drawing leaves it to
+    WeasyPrint."""
+    return (not any(name in attributes for name in _PER_LETTER)
+            and all(len(_listed(attributes.get(axis, ""))) <= 1 for axis in ("x", "y"))
+            and "\u2028" not in text and "\u2029" not in text)
+
+
+def _listed(value: str) -> list[str]:
+    """An SVG coordinate list's values, split as WeasyPrint's normalize() splits them (at
+    whitespace, commas and a minus sign that starts a number)."""
+    return re.sub(r"(?<![eE])-", " -", value).replace(",", " ").split()
+
+
+def _tag_attributes(opening: str) -> dict[str, str]:
+    """An opening tag's attributes, the properties of its style among them (as WeasyPrint's
+    parsed node holds them)."""
+    found = dict(_ATTRIBUTE.findall(opening))
+    found.update((name, value.strip()) for name, value in _PROPERTY.findall(found.pop("style", "")) if name)
+    return found
+
 
 _installed: bool | None = None  # None: not tried yet
 
@@ -63,7 +89,7 @@ def prepare(svg: str) -> str:
 
     def moved(m: re.Match) -> str:
         opening = f' style="{m.group(1)}{m.group(3)}"{m.group(4)}'
-        if _NOT_PLAIN_TAG.search(opening) or _LINE_SEPARATOR.search(m.group(5)):
+        if not plain(_tag_attributes(opening), html.unescape(m.group(5))):
             return m.group(0)  # drawn by WeasyPrint, which reads only text-anchor
         return f'<text style="{m.group(1)}{m.group(3)}" {ANCHOR}="{m.group(2)}"{m.group(4)}>{m.group(5)}</text>'
 
@@ -78,7 +104,7 @@ def _patch() -> bool:
         from weasyprint.draw.text import draw_emojis, draw_first_line
         from weasyprint.matrix import Matrix
         from weasyprint.svg.bounding_box import extend_bounding_box
-        from weasyprint.svg.utils import normalize, size
+        from weasyprint.svg.utils import size
         from weasyprint.text.line_break import split_first_line
     except (ImportError, OSError):
         return False
@@ -95,12 +121,11 @@ def _patch() -> bool:
 
     def whole(svg: Any, node: Any, font_size: float) -> None:
         attrib = node.attrib
-        if (not node.text or any(name in attrib for name in _PER_LETTER)
-                or len(normalize(attrib.get("x")).split()) > 1 or len(normalize(attrib.get("y")).split()) > 1):
+        if not node.text or not plain(attrib, node.text):
             return letter_by_letter(svg, node, font_size)
         style = _style(text_module.Style, INITIAL_VALUES, svg, node, font_size)
         layout, _, resume, width, height, baseline = split_first_line(node.text, style, svg.context, inf, 0)
-        if resume is not None:  # a line separator (U+2028, U+2029) inside: more than one line
+        if resume is not None:  # more than one line after all (plain() excludes the separators it knows)
             return letter_by_letter(svg, node, font_size)
         x = size(attrib["x"], font_size, svg.inner_width) if "x" in attrib else None
         y = size(attrib["y"], font_size, svg.inner_height) if "y" in attrib else None

@@ -32,9 +32,8 @@ SELECT coalesce(m.user_name, '(no user)') AS user_name,
        sum(l.cost) AS cents,
        sum(m.seconds_busy) AS seconds_busy,
        sum(m.seconds_present) AS seconds_present
-FROM ledger_job_month AS l
+FROM ledger_jobs(?, ?) AS l
 JOIN mart_job_month AS m ON m.month = l.month AND m.job_id = l.job_id
-WHERE l.month = ?{where}
 GROUP BY coalesce(m.user_name, '(no user)')
 ORDER BY idle_cost DESC, idle_gpu_hours DESC, user_name"""
 
@@ -46,8 +45,7 @@ def _ratio(part, whole) -> float | None:
 def user_waste(con: duckdb.DuckDBPyConnection, month: str, project: str | None, top: int) -> dict:
     """Users ranked by idle cost: `rows` (the first `top`, with their rank), `other` (the rest
     summed, or None) and the totals every row adds up to."""
-    where, params = ("", []) if project is None else (" AND l.project = ? AND l.bucket = 'project'", [project])
-    cur = con.execute(SQL.format(where=where), [month, *params])
+    cur = con.execute(SQL, [month, project])
     names = [d[0] for d in cur.description]
     found = []
     for rank, values in enumerate(cur.fetchall(), 1):

@@ -76,3 +76,27 @@ LEFT JOIN (SELECT job_id, sum(cost) AS cents FROM query_table(ledger_table) WHER
 WHERE j.month = in_month AND j.ended AND j.map50 IS NOT NULL AND j.first_interval IS NOT NULL
   AND (of_project IS NULL OR (j.project = of_project AND j.bucket = 'project'))
 GROUP BY j.model_type, j.image_tag;
+
+-- The cent ledger (yolocost.ledger) as the documents read it. Each audience's rows and what
+-- counts as capacity nobody held are said here once; every report section, the summary and
+-- the month's totals read the ledger through these two.
+
+-- ledger_lines(in_month, of_project): the month's ledger_charges rows an audience sees: every
+-- row (of_project NULL: the admin report, the summary, the month's totals) or one project's own
+-- (bucket 'project': its usage and its share of unallocated capacity, never another project's
+-- row). `unallocated`: capacity nobody held, as every document counts it: the unallocated
+-- bucket, and whatever share of it the "proportional" policy charged to projects (`shared`,
+-- allocation 'unallocated share', yolocost.ledger.SHARE).
+CREATE OR REPLACE MACRO ledger_lines(in_month, of_project, ledger_table := 'ledger_charges') AS TABLE
+SELECT *,
+       bucket = 'unallocated' OR allocation = 'unallocated share' AS unallocated,
+       allocation = 'unallocated share' AS shared
+FROM query_table(ledger_table)
+WHERE month = in_month AND (of_project IS NULL OR (project = of_project AND bucket = 'project'));
+
+-- ledger_jobs(in_month, of_project): the month's ledger_job_month rows (each job's cents and
+-- tenths of the month) an audience sees: every job, or one project's own.
+CREATE OR REPLACE MACRO ledger_jobs(in_month, of_project, ledger_table := 'ledger_job_month') AS TABLE
+SELECT *
+FROM query_table(ledger_table)
+WHERE month = in_month AND (of_project IS NULL OR (project = of_project AND bucket = 'project'));
