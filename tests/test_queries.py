@@ -82,6 +82,20 @@ def test_csv_neutralizes_formulas_and_json_keeps_exact_decimals():
     assert tables.to_csv(["cost"], [(Decimal("-5.25"),)]).splitlines()[1] == "-5.25"  # a number, not a formula
 
 
+def test_the_text_table_shows_an_exact_decimal_with_the_digits_csv_and_json_have():
+    """A ledger in a currency of three decimals holds 0.002 (DECIMAL(38, 3)): the text table
+    printed it as 0.00 where the CSV said 0.002."""
+    from decimal import Decimal
+
+    rows = [("p1", Decimal("0.002")), ("p2", Decimal("1234.500")), ("p3", Decimal("7")),
+            ("p4", Decimal("0.100000001")), ("p5", Decimal("-5.25"))]
+    text = [line.split() for line in tables.to_table(["project", "cost"], rows).splitlines()[2:-1]]
+    assert text == [["p1", "0.002"], ["p2", "1,234.500"], ["p3", "7"], ["p4", "0.100000001"], ["p5", "-5.25"]]
+    csv_cells = [line.split(",")[1] for line in tables.to_csv(["project", "cost"], rows).splitlines()[1:]]
+    assert [c.replace(",", "") for _, c in text] == csv_cells == [r["cost"] for r in json.loads(
+        tables.to_json(["project", "cost"], rows))]
+
+
 def test_every_duckdb_type_is_written_as_json_and_csv(sample_db):
     sql = ("SELECT list(cost ORDER BY project) AS costs, {'a': 1.5::DECIMAL(3, 1)} AS s, INTERVAL 3 HOUR AS i, "
            "'ab'::BLOB AS b, TIME '10:00' AS t, '6ba7b810-9dad-11d1-80b4-00c04fd430c8'::UUID AS u "

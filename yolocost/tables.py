@@ -6,7 +6,8 @@ rows (`query`, `whatif`, `estimate`).
 - CSV (`to_csv`): text cells guarded against formula injection (`csvsafe.csv_safe`), nested
   values (lists, structs) as their JSON text.
 - Text (`to_table`): aligned columns two spaces apart, numbers right-aligned, East Asian wide
-  characters counted as two columns (`aligned`).
+  characters counted as two columns (`aligned`); an exact decimal with the digits it has, as
+  CSV and JSON write it (thousands grouped).
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def _cell(value: Any) -> str:
         if value != 0 and abs(value) < 0.001:  # would read as 0 at four decimals
             return f"{value:.3g}"
         return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 1e15 else repr(value)
-    if isinstance(value, decimal.Decimal):
-        return f"{value:,.2f}" if int(value.as_tuple().exponent) <= -2 else f"{value:,}"
+    if isinstance(value, decimal.Decimal):  # as stored: 0.002 (a dinar ledger's amount) is not 0.00
+        return f"{value:,f}"
     if isinstance(value, dt.datetime):
         return value.strftime("%Y-%m-%d %H:%M")
     if isinstance(value, (list, tuple, dict)):
