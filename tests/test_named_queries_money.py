@@ -101,7 +101,7 @@ def total(rows: list[dict], column: str) -> Decimal:
 
 
 def nobody(row: ledger.Charge) -> bool:
-    """Capacity nobody held, as the reports count it (yolocost.report.data.NOBODY)."""
+    """Capacity nobody held, as the reports count it (`unallocated` of the ledger_lines macro, sql/macros.sql)."""
     return row.bucket == "unallocated" or row.allocation == ledger.SHARE
 
 

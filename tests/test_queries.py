@@ -88,9 +88,10 @@ def test_the_text_table_shows_an_exact_decimal_with_the_digits_csv_and_json_have
     from decimal import Decimal
 
     rows = [("p1", Decimal("0.002")), ("p2", Decimal("1234.500")), ("p3", Decimal("7")),
-            ("p4", Decimal("0.100000001")), ("p5", Decimal("-5.25"))]
+            ("p4", Decimal("0.100000001")), ("p5", Decimal("-5.25")), ("p6", Decimal("0E-9"))]
     text = [line.split() for line in tables.to_table(["project", "cost"], rows).splitlines()[2:-1]]
-    assert text == [["p1", "0.002"], ["p2", "1,234.500"], ["p3", "7"], ["p4", "0.100000001"], ["p5", "-5.25"]]
+    assert text == [["p1", "0.002"], ["p2", "1,234.500"], ["p3", "7"], ["p4", "0.100000001"], ["p5", "-5.25"],
+                    ["p6", "0.000000000"]]
     csv_cells = [line.split(",")[1] for line in tables.to_csv(["project", "cost"], rows).splitlines()[1:]]
     assert [c.replace(",", "") for _, c in text] == csv_cells == [r["cost"] for r in json.loads(
         tables.to_json(["project", "cost"], rows))]

@@ -27,7 +27,7 @@ from .csvsafe import csv_safe
 def plain(value: Any) -> Any:
     """A value as JSON has it: exact decimals as text, times in ISO 8601, nested values too."""
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        return f"{value:f}"  # the digits as stored: 0.000000000, where str() writes 0E-9
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):

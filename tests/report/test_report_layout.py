@@ -301,7 +301,8 @@ def figures(sample_db):
 def money_axes(fig, currency: str) -> set[str]:
     """The axes ("x", "y") whose values a trace's hover text shows as money in `currency`:
     the axis value itself, or a customdata column that holds the axis value rounded to the
-    currency's minor unit (a log axis places each point at its exact cost)."""
+    currency's minor unit (a log axis places each point at its exact cost), for an axis whose
+    value the hover does not show itself (the value chart's mAP50 is `%{y:.3f}`)."""
     half = float(Currency(currency).quantum) / 2
     found = set()
     for trace in fig.data:
@@ -313,6 +314,8 @@ def money_axes(fig, currency: str) -> set[str]:
             shown = [row[int(column)] for row in trace.customdata]
             for axis in ("x", "y"):
                 values = getattr(trace, axis)
+                if f"%{{{axis}" in template or not shown:
+                    continue
                 if values is not None and len(values) == len(shown) and all(
                         isinstance(s, float) and isinstance(v, float) and abs(s - v) <= half + 1e-9
                         for s, v in zip(shown, values)):

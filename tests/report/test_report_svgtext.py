@@ -204,6 +204,32 @@ def test_an_anchored_text_with_spacing_or_a_direction_keeps_weasyprints_anchor(t
     assert sorted(round(w[1] - PAGE_LEFT) for w in whole if w[0] in "abc") == [20, 60, 100]
 
 
+def test_markup_spelled_otherwise_keeps_the_anchor_where_weasyprint_draws(tmp_path):
+    """prepare() reads a text's markup as WeasyPrint parses it: a style property in capitals, a
+    list written with a character reference or a plus sign, single quotes; a text whose group
+    sets its letter spacing keeps WeasyPrint's anchor too; an empty x is the cursor's place, as
+    WeasyPrint has it. Each prints where WeasyPrint's own drawing puts it."""
+    require_tools(chromium=False, poppler=True)
+    tagged = small_svg(f'<text style="{FONT}; text-anchor: middle; Letter-Spacing: 2px" x="100" y="15">capitals</text>',
+                       f'<text style="{FONT}; text-anchor: end" x="120&#32;180" y="30">ab</text>',
+                       f"<text style=\"{FONT}; text-anchor: end\" x='180' y='45' dx='0 4'>quoted</text>",
+                       f'<text style="{FONT}" x="10+50" y="60">plus</text>',
+                       f'<text style="{FONT}" x="" y="75">cursor</text>', height=90)
+    grouped = small_svg(f'<g style="letter-spacing: 2px"><text style="{FONT}; text-anchor: middle" x="100" y="15">'
+                        f'inherited</text></g><text style="{FONT}; text-anchor: end" x="180" y="40">plain end</text>')
+    if svgtext.install():
+        assert svgtext.prepare(grouped) == grouped
+        moved = svgtext.prepare(tagged)
+        assert "text-anchor: middle" in moved and moved.count("text-anchor: end") == 2
+    for name, svg in (("tagged", tagged), ("grouped", grouped)):
+        (tmp_path / name).mkdir()
+        stock, whole = printed_words(tmp_path / name, svg, "stock"), printed_words(tmp_path / name, svg, "whole")
+        assert sorted(w[0] for w in whole) == sorted(w[0] for w in stock), name
+        # letter by letter both ways: to the hundredth; "cursor" drawn whole: within kerning
+        assert max(nearest(w, stock) for w in whole if w[0] != "cursor") < 0.01, name
+        assert all(nearest(w, stock) < 1.2 for w in whole if w[0] == "cursor")
+
+
 def test_a_weasyprint_it_was_not_written_for_is_left_alone():
     """WeasyPrint 68 and 69 call the graphical state's functions differently: on a major
     version outside VERSIONS nothing is patched (the charts print, letter by letter). In a

@@ -40,8 +40,12 @@ _PER_LETTER = ("dx", "dy", "rotate", "textLength", "letter-spacing", "display-an
                "alignment-baseline", "direction")
 # a text as matplotlib writes it, with its anchor in its style
 _ANCHORED = re.compile(r'<text style="([^"]*?)text-anchor: (middle|end);? ?([^"]*)"([^>]*)>([^<]*)</text>')
-_ATTRIBUTE = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')  # in an opening tag
+_ATTRIBUTE = re.compile(r"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")  # in an opening tag
 _PROPERTY = re.compile(r'\s*([\w-]+)\s*:\s*([^;]*)')  # in a style attribute
+# one of those names set anywhere but in a text's own opening tag (a group, a style sheet):
+# WeasyPrint passes it down to the texts, which then keep its drawing
+_PER_LETTER_ANYWHERE = re.compile(r"(?:^|[\s;\"'{])(?:" + "|".join(re.escape(n) for n in _PER_LETTER) + r")\s*[:=]", re.I)
+_TEXT_OPENING = re.compile(r"<text\b[^>]*>")
 
 
 def plain(attributes: Mapping[str, str], text: str) -> bool:
@@ -56,16 +60,18 @@ def plain(attributes: Mapping[str, str], text: str) -> bool:
 
 
 def _listed(value: str) -> list[str]:
-    """An SVG coordinate list's values, split as WeasyPrint's normalize() splits them (at
-    whitespace, commas and a minus sign that starts a number)."""
-    return re.sub(r"(?<![eE])-", " -", value).replace(",", " ").split()
+    """An SVG coordinate list's values, split by WeasyPrint's own normalize() (imported here:
+    both callers run only once `install()` has found WeasyPrint)."""
+    from weasyprint.svg.utils import normalize
+
+    return normalize(value).split()
 
 
 def _tag_attributes(opening: str) -> dict[str, str]:
-    """An opening tag's attributes, the properties of its style among them (as WeasyPrint's
-    parsed node holds them)."""
-    found = dict(_ATTRIBUTE.findall(opening))
-    found.update((name, value.strip()) for name, value in _PROPERTY.findall(found.pop("style", "")) if name)
+    """An opening tag's attributes as WeasyPrint's parsed node holds them: values with their
+    character references decoded, the properties of its style among them, named in lower case."""
+    found = {name: html.unescape(double or single) for name, double, single in _ATTRIBUTE.findall(opening)}
+    found.update((name.lower(), value.strip()) for name, value in _PROPERTY.findall(found.pop("style", "")) if name)
     return found
 
 
@@ -84,8 +90,8 @@ def install() -> bool:
 def prepare(svg: str) -> str:
     """A chart's SVG with each anchored text's anchor moved where the whole-string drawing
     reads it; unchanged where that drawing is not installed (WeasyPrint then anchors)."""
-    if not install():
-        return svg
+    if not install() or _PER_LETTER_ANYWHERE.search(_TEXT_OPENING.sub("", svg)):
+        return svg  # WeasyPrint anchors, and draws, every text
 
     def moved(m: re.Match) -> str:
         opening = f' style="{m.group(1)}{m.group(3)}"{m.group(4)}'
@@ -127,8 +133,8 @@ def _patch() -> bool:
         layout, _, resume, width, height, baseline = split_first_line(node.text, style, svg.context, inf, 0)
         if resume is not None:  # more than one line after all (plain() excludes the separators it knows)
             return letter_by_letter(svg, node, font_size)
-        x = size(attrib["x"], font_size, svg.inner_width) if "x" in attrib else None
-        y = size(attrib["y"], font_size, svg.inner_height) if "y" in attrib else None
+        x = size(attrib["x"], font_size, svg.inner_width) if attrib.get("x") else None  # x="": the cursor's
+        y = size(attrib["y"], font_size, svg.inner_height) if attrib.get("y") else None
         if x:  # as WeasyPrint's own drawing: an explicit position ends a dx/dy run
             svg.cursor_d_position[0] = 0
         if y:
