@@ -22,7 +22,6 @@ from .. import money, months, queries
 from ..errors import YolocostError
 
 
-
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence = ()) -> list[dict[str, Any]]:
     """Rows as dicts. Floating-point sums come out of a parallel aggregation in any order, so
     their last bits vary between runs; rounding them to 10 significant digits keeps the
