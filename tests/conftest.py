@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 from helpers.builders import BuiltDb, build_db, yolocost
+from helpers.shared import once, private_copy
 
 
 @pytest.fixture(scope="session")
@@ -33,41 +34,89 @@ def built_db(tmp_path):
 
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory) -> BuiltDb:
-    """The bundled sample month (sample_data/) loaded once per session with its own config."""
+    """The bundled sample month (sample_data/) loaded once per run with its own config; each
+    worker reads its own copy of the database."""
     from yolocost.config import load_config
     from yolocost.load import load_parquet_dir
     from yolocost.resources import shipped_dir
 
     sample = shipped_dir("sample_data")
-    config = load_config(sample / "yolocost.toml").with_database(tmp_path_factory.mktemp("sample") / "sample.duckdb")
-    load_parquet_dir(config, sample)
-    return BuiltDb(config, sample)
+    config = load_config(sample / "yolocost.toml")
+
+    def build(folder):
+        load_parquet_dir(config.with_database(folder / "sample.duckdb"), sample)
+        assert not (folder / "sample.duckdb.wal").exists(), "the load left a WAL behind"
+
+    folder, _ = once(tmp_path_factory, "sample-db", build)
+    database = private_copy(folder / "sample.duckdb", tmp_path_factory.mktemp("sample") / "sample.duckdb")
+    return BuiltDb(config.with_database(database), sample)
+
+
+@pytest.fixture(scope="session")
+def sample_built(sample_db, tmp_path_factory):
+    """sample_built(**settings) -> BuiltDb: the sample month loaded under its config with
+    `dataclasses.replace(config, **settings)` (another currency, allocation policy), once per
+    run for each setting (none: sample_db itself); each worker reads its own copy."""
+    import dataclasses
+
+    from yolocost.load import load_parquet_dir
+
+    made: dict[str, BuiltDb] = {}
+
+    def get(**settings) -> BuiltDb:
+        if not settings:
+            return sample_db
+        name = "sample-db-" + "-".join(f"{key}-{value}" for key, value in sorted(settings.items()))
+        if name not in made:
+            config = dataclasses.replace(sample_db.config, **settings)
+
+            def build(folder):
+                load_parquet_dir(config.with_database(folder / "sample.duckdb"), sample_db.raw_dir)
+
+            folder, _ = once(tmp_path_factory, name, build)
+            database = private_copy(folder / "sample.duckdb", tmp_path_factory.mktemp(name) / "sample.duckdb")
+            made[name] = BuiltDb(config.with_database(database), sample_db.raw_dir)
+        return made[name]
+
+    return get
 
 
 @pytest.fixture(scope="session")
 def synthetic_sample(tmp_path_factory):
-    """The synthetic Prometheus sample (3 days, every attribution mode), written once per session."""
+    """The synthetic Prometheus sample (3 days, every attribution mode), written once per run."""
     from yolocost.synth import write_prometheus_sample
 
-    return write_prometheus_sample(tmp_path_factory.mktemp("synthetic-sample") / "sample")
+    return once(tmp_path_factory, "synthetic-sample", lambda folder: write_prometheus_sample(folder / "sample"))[1]
+
+
+def _backfilled_copy(tmp_path_factory, name: str, metrics_files) -> object:
+    """The OpenMetrics files backfilled by promtool once per run; this worker's copy of the TSDB."""
+    from helpers.promserver import backfill, skip_or_fail_without_prometheus
+
+    skip_or_fail_without_prometheus()
+
+    def build(folder):
+        for metrics in metrics_files:
+            backfill(metrics, folder / "data")
+
+    folder, _ = once(tmp_path_factory, name, build)
+    return private_copy(folder / "data", tmp_path_factory.mktemp(name) / "data")
 
 
 @pytest.fixture(scope="session")
 def prom_sample(synthetic_sample, tmp_path_factory):
-    """The synthetic Prometheus sample backfilled into a real Prometheus on loopback once per
-    session: (PrometheusSample, PrometheusServer)."""
-    from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+    """The synthetic Prometheus sample backfilled into a real Prometheus on loopback (one
+    server per worker): (PrometheusSample, PrometheusServer)."""
+    from helpers.promserver import PrometheusServer
 
-    skip_or_fail_without_prometheus()
-    root = tmp_path_factory.mktemp("prom-sample")
-    backfill(synthetic_sample.files["metrics"], root / "data")
-    with PrometheusServer(root / "data") as server:
+    data = _backfilled_copy(tmp_path_factory, "prom-sample", [synthetic_sample.files["metrics"]])
+    with PrometheusServer(data) as server:
         yield synthetic_sample, server
 
 
 @pytest.fixture(scope="session")
 def vm_sample(synthetic_sample, tmp_path_factory):
-    """The same sample imported into a real VictoriaMetrics on loopback once per session:
+    """The same sample imported into a real VictoriaMetrics on loopback once per worker:
     (PrometheusSample, VictoriaMetricsServer)."""
     from helpers.vmserver import VictoriaMetricsServer, fail_without_victoriametrics
 
@@ -88,26 +137,26 @@ SAMPLE_WINDOWS = {
 
 @pytest.fixture(scope="session")
 def window_samples(tmp_path_factory) -> dict:
-    """SAMPLE_WINDOWS written once per session: {name: PrometheusSample}."""
+    """SAMPLE_WINDOWS written once per run: {name: PrometheusSample}."""
     from yolocost.synth import write_prometheus_sample
     from yolocost.synth.scenario import HostChoice
 
     hosts = (HostChoice("gpu-a100-03", "k8s", (2,)), HostChoice("gpu-a100-02", "slurm", (3,)),
              HostChoice("gpu-a10g-04", "job_info", (0,)))
-    root = tmp_path_factory.mktemp("window-samples")
-    return {name: write_prometheus_sample(root / name, start_day=day, days=days, hours=hours, hosts=hosts)
-            for name, (day, days, hours) in SAMPLE_WINDOWS.items()}
+
+    def build(folder):
+        return {name: write_prometheus_sample(folder / name, start_day=day, days=days, hours=hours, hosts=hosts)
+                for name, (day, days, hours) in SAMPLE_WINDOWS.items()}
+
+    return once(tmp_path_factory, "window-samples", build)[1]
 
 
 @pytest.fixture(scope="session")
 def prom_windows(window_samples, tmp_path_factory):
     """Every window sample in one real Prometheus (they lie days apart): PrometheusServer."""
-    from helpers.promserver import PrometheusServer, backfill, skip_or_fail_without_prometheus
+    from helpers.promserver import PrometheusServer
 
-    skip_or_fail_without_prometheus()
-    data = tmp_path_factory.mktemp("prom-windows") / "data"
-    for sample in window_samples.values():
-        backfill(sample.files["metrics"], data)
+    data = _backfilled_copy(tmp_path_factory, "prom-windows", [s.files["metrics"] for s in window_samples.values()])
     with PrometheusServer(data) as server:
         yield server
 
@@ -123,3 +172,29 @@ def vm_windows(window_samples, tmp_path_factory):
             server.import_openmetrics(sample.files["metrics"])
         yield server
 
+
+
+@pytest.fixture(scope="session")
+def raw_months(tmp_path_factory) -> dict:
+    """helpers.months.MONTHS' raw folders, written once per run: {month: folder}."""
+    from helpers.months import write_months
+
+    return once(tmp_path_factory, "raw-months", write_months)[1]
+
+
+@pytest.fixture(scope="session")
+def two_months(raw_months, tmp_path_factory):
+    """July and August loaded, month by month, into one database once per run: its config
+    (copy the database, do not write it)."""
+    from helpers.months import load_two_months
+
+    return once(tmp_path_factory, "two-months", lambda folder: load_two_months(raw_months, folder))[1]
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`yolocost demo --out FOLDER` run by the real CLI once per run: (CompletedProcess, FOLDER).
+    Read it; copy the folder to run in it again."""
+    folder, result = once(tmp_path_factory, "demo", lambda base: yolocost("demo", "--out", str(base / "demo"),
+                                                                          timeout=300))
+    return result, folder / "demo"

@@ -19,19 +19,13 @@ import duckdb
 import pytest
 from helpers.builders import (epoch_rows, intervals, job_row, make_config, result_row, usage_row, write_raw,
                       yolocost)
-from helpers.months import GENERATED, NOW, _config, documents, load_two_months, named_queries, write_months
+from helpers.months import GENERATED, NOW, _config, documents, named_queries
 
 from yolocost import load, months, queries
 
 UTC = dt.timezone.utc
 JULY, AUGUST = "2026-07", "2026-08"
 CROSSING_JOB = "2026-07-g3-w4"  # holds GPUs 12-14 to the end of July; carried on into August on GPU 15 below
-
-
-@pytest.fixture(scope="module")
-def two_months(tmp_path_factory):
-    """July and August loaded, month by month, into one database (copied by each test)."""
-    return load_two_months(write_months(tmp_path_factory.mktemp("months")), tmp_path_factory.mktemp("two"))
 
 
 @pytest.fixture

@@ -263,22 +263,15 @@ class Focus13:
 
 
 @pytest.fixture(scope="module")
-def exports(request, sample_db, tmp_path_factory):
+def exports(sample_built, tmp_path_factory):
     """exports(policy) -> Focus13: the sample month's 1.3 file under that allocation policy, each
     exported once (the proportional database is the sample loaded again with
-    `[allocation] unallocated = "proportional"`, built on first use)."""
-    from yolocost.load import load_parquet_dir
-
+    `[allocation] unallocated = "proportional"`)."""
     made: dict[str, Focus13] = {}
 
     def get(policy: str) -> Focus13:
         if policy not in made:
-            db = sample_db
-            if policy != "none":
-                config = dataclasses.replace(sample_db.config, unallocated_policy=policy)
-                config = config.with_database(tmp_path_factory.mktemp(policy) / "sample.duckdb")
-                load_parquet_dir(config, SAMPLE)
-                db = BuiltDb(config, SAMPLE)
+            db = sample_built() if policy == "none" else sample_built(unallocated_policy=policy)
             out = tmp_path_factory.mktemp(f"focus13-{policy}") / "finance.csv"
             result = finance.export_finance(db.config, MONTH, out, focus_version="1.3")
             header, rows = read_csv(result.path)

@@ -13,28 +13,16 @@ import dataclasses
 import datetime as dt
 import shutil
 from decimal import Decimal
-from pathlib import Path
 
 import duckdb
 import pytest
 from helpers.builders import CROSSING, MONTH_GPUS as GPUS, Profiled, archive, assert_one_line_error, yolocost
-from helpers.months import MONTHS, NOW, PRICES, _config, documents, load_two_months, named_queries, write_months
+from helpers.months import MONTHS, NOW, PRICES, _config, documents, named_queries
 
 from yolocost import db, load, months
 from yolocost.errors import YolocostError
 
 UTC = dt.timezone.utc
-
-
-@pytest.fixture(scope="module")
-def raw_months(tmp_path_factory) -> dict[str, Path]:
-    return write_months(tmp_path_factory.mktemp("months"))
-
-
-@pytest.fixture(scope="module")
-def two_months(raw_months, tmp_path_factory):
-    """July and August loaded, month by month, into one database (copied by each test)."""
-    return load_two_months(raw_months, tmp_path_factory.mktemp("two"))
 
 
 @pytest.fixture

@@ -16,11 +16,9 @@ rows), and on two whole months for the comparison.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import defaultdict
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from helpers.builders import BuiltDb, make_config, write_month
@@ -113,33 +111,25 @@ def sample(sample_db) -> tuple[BuiltDb, dict]:
     return sample_db, figures(sample_db)
 
 
-def _sample_built(folder: Path, **settings) -> tuple[BuiltDb, dict]:
-    """The sample month built with other settings (dataclasses.replace on its config)."""
-    from yolocost.config import load_config
-
-    raw = shipped_dir("sample_data")
-    cfg = dataclasses.replace(load_config(raw / "yolocost.toml").with_database(folder / "yolocost.duckdb"), **settings)
-    load.load_parquet_dir(cfg, raw)
-    built = BuiltDb(cfg, raw)
+@pytest.fixture(scope="module")
+def proportional(sample_built) -> tuple[BuiltDb, dict]:
+    """The sample month with unallocated capacity shared over the projects that held the GPU model that day."""
+    built = sample_built(unallocated_policy="proportional")
     return built, figures(built)
 
 
 @pytest.fixture(scope="module")
-def proportional(tmp_path_factory) -> tuple[BuiltDb, dict]:
-    """The sample month with unallocated capacity shared over the projects that held the GPU model that day."""
-    return _sample_built(tmp_path_factory.mktemp("shared"), unallocated_policy="proportional")
-
-
-@pytest.fixture(scope="module")
-def yen(tmp_path_factory) -> tuple[BuiltDb, dict]:
+def yen(sample_built) -> tuple[BuiltDb, dict]:
     """The sample month billed in a currency without a minor unit (whole yen)."""
-    return _sample_built(tmp_path_factory.mktemp("yen"), currency="JPY")
+    built = sample_built(currency="JPY")
+    return built, figures(built)
 
 
 @pytest.fixture(scope="module")
-def dinar(tmp_path_factory) -> tuple[BuiltDb, dict]:
+def dinar(sample_built) -> tuple[BuiltDb, dict]:
     """The sample month billed in a currency of three decimals, sharing unallocated capacity."""
-    return _sample_built(tmp_path_factory.mktemp("dinar"), currency="KWD", unallocated_policy="proportional")
+    built = sample_built(currency="KWD", unallocated_policy="proportional")
+    return built, figures(built)
 
 
 @pytest.fixture(scope="module")

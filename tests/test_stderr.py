@@ -127,9 +127,9 @@ def _demo_outputs(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def demo_files(tmp_path_factory, cli) -> dict[str, bytes]:
-    out = tmp_path_factory.mktemp("demo") / "ok"
-    ok = cli("demo", "--out", str(out), timeout=300, env=NO_BROWSER)
+def demo_files(demo_run) -> dict[str, bytes]:
+    """What the demo writes when stderr works (the run the tests share)."""
+    ok, out = demo_run
     assert ok.returncode == 0, ok.stderr
     found = _demo_outputs(out / "reports")
     assert sum(name.endswith(".pdf") for name in found) == 7 and set(

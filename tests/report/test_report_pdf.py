@@ -4,6 +4,7 @@ section heading and chart title as text."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -84,6 +85,30 @@ def test_progress_goes_through_the_callback(rendered):
     assert any(line.startswith("charts drawn in ") for line in lines)
     # 7 audiences x HTML, PDF; 6 project job CSVs; the summary, the finance CSV and the index
     assert sum(line.startswith("wrote ") for line in lines) == 14 + 6 + 3
+
+
+def test_one_report_is_printed_in_this_process_as_the_workers_print_it(rendered, sample_db, tmp_path):
+    """One PDF starts no print worker (a worker would load WeasyPrint and matplotlib as this
+    process must, and a second would load them for nothing), and prints the same pages as the
+    month's set, printed by the workers, has for that project."""
+    import dataclasses
+
+    from yolocost.report import pdf, render_reports
+
+    require_tools(poppler=True)
+    audience = rendered.result.audiences[1]
+    lines: list[str] = []
+    config = dataclasses.replace(sample_db.config, report_dir=tmp_path)
+    result = render_reports(config, MONTH, [f"project:{audience.project}"], ["pdf"], progress=lines.append)
+    assert [p.name for p in result.files] == [f"{audience.stem}.pdf", f"{audience.stem}.csv"]
+    assert any(line.startswith("drawing ") and line.endswith("printing the PDFs in 1 process(es)") for line in lines)
+    workers = min(pdf.PRINT_WORKERS, os.cpu_count() or 1)
+    assert any(line.startswith("drawing ") and line.endswith(f"in {workers} process(es)")
+               for line in rendered.result.progress)
+    alone, in_set = result.folder / f"{audience.stem}.pdf", rendered.file(audience.stem, "pdf")
+    assert pdf_pages(alone) == pdf_pages(in_set)
+    assert _words(re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", pdf_text(alone))) == \
+        _words(re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", pdf_text(in_set)))
 
 
 def _words(text: str) -> str:

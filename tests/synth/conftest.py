@@ -1,4 +1,4 @@
-"""One generated demo month per test session, shared by the synth tests."""
+"""One generated demo month per test run, shared by the synth tests."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+from helpers.shared import once
 
 from yolocost import synth
 
@@ -23,8 +24,7 @@ class Month:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory) -> Month:
-    out = tmp_path_factory.mktemp("demo-month")
-    result = synth.generate(out)
+    result = once(tmp_path_factory, "demo-month", synth.generate)[1]
     files = result.files
     return Month(
         result,

@@ -249,12 +249,13 @@ def render_reports(
         return _render_all(config, month, audiences, formats, templates, progress, printing)
 
 
-def _start_printer(printing: contextlib.ExitStack):
-    """The PDF printer, its worker processes started now: they load WeasyPrint and matplotlib
-    while this process reads the marts."""
+def _start_printer(printing: contextlib.ExitStack, pages: int):
+    """The PDF printer for `pages` PDFs, its worker processes started now: they load WeasyPrint
+    and matplotlib while this process reads the marts. One PDF is printed here: a worker would
+    load them too, and a second would load them for nothing."""
     from . import pdf
 
-    return printing.enter_context(pdf.Printer())
+    return printing.enter_context(pdf.Printer(workers=min(pdf.PRINT_WORKERS, pages)))
 
 
 def _render_all(config: Config, month: str, audiences: Sequence[str], formats: list[str],
@@ -273,7 +274,7 @@ def _render_all(config: Config, month: str, audiences: Sequence[str], formats: l
                 progress(f"note: {built.note}")
             projects = data.month_projects(con, month)
             chosen = resolve_audiences(list(audiences), projects, month)
-            printer = _start_printer(printing) if "pdf" in formats else None
+            printer = _start_printer(printing, len(chosen)) if "pdf" in formats else None
             reports = {}
             for audience in chosen if wants_reports else ():
                 progress(f"reading the marts for the {audience.label} report")
