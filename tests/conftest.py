@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from helpers.builders import BuiltDb, build_db, yolocost
@@ -32,24 +33,28 @@ def built_db(tmp_path):
     return make
 
 
+def _loaded_sample(tmp_path_factory, name: str, config, raw) -> BuiltDb:
+    """The raw folder loaded under `config` once per run; this worker's copy of the database."""
+    from yolocost.load import load_parquet_dir
+
+    def build(folder):
+        load_parquet_dir(config.with_database(folder / "sample.duckdb"), raw)
+        assert not (folder / "sample.duckdb.wal").exists(), "the load left a WAL behind"
+
+    folder, _ = once(tmp_path_factory, name, build)
+    database = private_copy(folder / "sample.duckdb", tmp_path_factory.mktemp(name) / "sample.duckdb")
+    return BuiltDb(config.with_database(database), raw)
+
+
 @pytest.fixture(scope="session")
 def sample_db(tmp_path_factory) -> BuiltDb:
     """The bundled sample month (sample_data/) loaded once per run with its own config; each
     worker reads its own copy of the database."""
     from yolocost.config import load_config
-    from yolocost.load import load_parquet_dir
     from yolocost.resources import shipped_dir
 
     sample = shipped_dir("sample_data")
-    config = load_config(sample / "yolocost.toml")
-
-    def build(folder):
-        load_parquet_dir(config.with_database(folder / "sample.duckdb"), sample)
-        assert not (folder / "sample.duckdb.wal").exists(), "the load left a WAL behind"
-
-    folder, _ = once(tmp_path_factory, "sample-db", build)
-    database = private_copy(folder / "sample.duckdb", tmp_path_factory.mktemp("sample") / "sample.duckdb")
-    return BuiltDb(config.with_database(database), sample)
+    return _loaded_sample(tmp_path_factory, "sample-db", load_config(sample / "yolocost.toml"), sample)
 
 
 @pytest.fixture(scope="session")
@@ -59,8 +64,6 @@ def sample_built(sample_db, tmp_path_factory):
     run for each setting (none: sample_db itself); each worker reads its own copy."""
     import dataclasses
 
-    from yolocost.load import load_parquet_dir
-
     made: dict[str, BuiltDb] = {}
 
     def get(**settings) -> BuiltDb:
@@ -69,13 +72,7 @@ def sample_built(sample_db, tmp_path_factory):
         name = "sample-db-" + "-".join(f"{key}-{value}" for key, value in sorted(settings.items()))
         if name not in made:
             config = dataclasses.replace(sample_db.config, **settings)
-
-            def build(folder):
-                load_parquet_dir(config.with_database(folder / "sample.duckdb"), sample_db.raw_dir)
-
-            folder, _ = once(tmp_path_factory, name, build)
-            database = private_copy(folder / "sample.duckdb", tmp_path_factory.mktemp(name) / "sample.duckdb")
-            made[name] = BuiltDb(config.with_database(database), sample_db.raw_dir)
+            made[name] = _loaded_sample(tmp_path_factory, name, config, sample_db.raw_dir)
         return made[name]
 
     return get
@@ -89,7 +86,7 @@ def synthetic_sample(tmp_path_factory):
     return once(tmp_path_factory, "synthetic-sample", lambda folder: write_prometheus_sample(folder / "sample"))[1]
 
 
-def _backfilled_copy(tmp_path_factory, name: str, metrics_files) -> object:
+def _backfilled_copy(tmp_path_factory, name: str, metrics_files) -> Path:
     """The OpenMetrics files backfilled by promtool once per run; this worker's copy of the TSDB."""
     from helpers.promserver import backfill, skip_or_fail_without_prometheus
 
@@ -171,7 +168,6 @@ def vm_windows(window_samples, tmp_path_factory):
         for sample in window_samples.values():
             server.import_openmetrics(sample.files["metrics"])
         yield server
-
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,9 @@ folder under a file lock and every other worker reads what the first one wrote:
     folder, value = once(tmp_path_factory, "synthetic-sample", lambda folder: write(folder))
 
 The build writes into `folder` (empty) and returns a picklable value (or None), kept beside the
-folder; a build that raised leaves none, so the next worker builds again and raises the same error. What a
-worker may change (a database, a server's data folder) it copies with `private_copy` first.
+folder; a build that raised leaves none, so the next worker builds again and raises the same
+error. What a worker may change (a database, a server's data folder) it copies with
+`private_copy` first.
 """
 
 from __future__ import annotations
